@@ -1,0 +1,39 @@
+//! `records diff A B`: the commits between two records, their recipe diff and their code diff.
+use records::diff::{self, Paint, Parts};
+use records::paths;
+use std::io::IsTerminal;
+
+/// What changed between two records (either order): the commits between them, the recipe and
+/// the code. With none of --stat/--recipe/--code, all three.
+#[derive(clap::Args)]
+pub struct Args {
+    pub a: u32,
+    pub b: u32,
+    /// The series view: commits between A and B with line counts, and the files changed.
+    #[arg(long)]
+    pub stat: bool,
+    /// The recipe diff of the two manifests.
+    #[arg(long)]
+    pub recipe: bool,
+    /// The code diff of the two trees.
+    #[arg(long)]
+    pub code: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let root = paths::repo_root()?;
+    let all = !(args.stat || args.recipe || args.code);
+    let parts = Parts {
+        series: all || args.stat,
+        recipe: all || args.recipe,
+        code: all || args.code,
+    };
+    let text = diff::render(&root, args.a, args.b, parts, Paint(colour()))?;
+    print!("{text}");
+    Ok(())
+}
+
+/// Colour on a terminal unless NO_COLOR is set.
+pub fn colour() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}

@@ -1,0 +1,90 @@
+//! `records series`: check the patch series, edit it as a git history, capture a new record.
+use anyhow::Context;
+use clap::Subcommand;
+use records::{paths, series};
+use std::path::PathBuf;
+
+/// The patch series: every record's trainer is the checkout with newer patches reversed.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Prove the series: every tree materializes and every patch re-applies to give it exactly.
+    Check {
+        /// Also compile every tree (`cargo check -p trainer`; a full release build of the first
+        /// and the newest record).
+        #[arg(long)]
+        build: bool,
+    },
+    /// Write record N's trainer tree to target/records/trees/NN/ and print its path.
+    Tree { record: u32 },
+    /// Write the series as a git repo in DIR, one commit per patch commit, oldest first, to
+    /// edit with ordinary git (rebase -i, fixup); `import` writes it back.
+    Export { dir: PathBuf },
+    /// Rewrite patches/ and the checkout's trainer files from an exported (edited) repo.
+    Import { dir: PathBuf },
+    /// Make patches/NN.patch for the newest record from this repo's commits REV..HEAD.
+    Capture {
+        record: u32,
+        /// The last commit before the record's work.
+        #[arg(long, value_name = "REV")]
+        since: String,
+        /// Replace an existing patch.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let root = paths::repo_root()?;
+    match args.command {
+        Command::Check { build } => {
+            let checked = series::check::check(&root, build, &mut |line| println!("{line}"))?;
+            println!("series ok: {} record(s)", checked.len());
+        }
+        Command::Tree { record } => println!("{}", series::materialize(&root, record)?.display()),
+        Command::Export { dir } => {
+            let n = series::export::export(&root, &dir)?;
+            println!(
+                "exported {n} commit(s) to {}; edit with git, then `records series import {}`",
+                dir.display(),
+                dir.display()
+            );
+        }
+        Command::Import { dir } => {
+            let done = series::export::import(&root, &dir)
+                .with_context(|| format!("importing {}", dir.display()))?;
+            for (record, commits) in &done.patches {
+                println!(
+                    "wrote {} ({commits} commit(s))",
+                    series::patch_path(&root, *record).display()
+                );
+            }
+            println!(
+                "{} trainer file(s) of the checkout changed; run `records series check`",
+                done.tip_changes
+            );
+        }
+        Command::Capture {
+            record,
+            since,
+            force,
+        } => {
+            let (path, n) = series::capture::capture(&root, record, &since, force)?;
+            println!(
+                "wrote {} ({n} commit(s) from {since}..HEAD)",
+                path.display()
+            );
+            if series::capture::has_uncommitted_trainer_changes(&root)? {
+                eprintln!("note: the checkout has uncommitted trainer changes; they are not in the patch, so they count as part of the parent's tree");
+            }
+            series::capture::verify(&root)
+                .context("the series no longer reverse-applies after the capture")?;
+        }
+    }
+    Ok(())
+}

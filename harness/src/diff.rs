@@ -1,0 +1,368 @@
+//! `records diff A B`: what changed between two records, in three parts: the commits between
+//! them (the series view), the recipe diff of their manifests, and the code diff of their trees.
+//! Either order works; from a newer record to an older one the commits are listed as undone.
+use crate::catalog::{Catalog, Manifest};
+use crate::series::{apply, tree, Series};
+use anyhow::Result;
+use similar::{ChangeTag, TextDiff};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Which parts to print.
+#[derive(Debug, Clone, Copy)]
+pub struct Parts {
+    pub series: bool,
+    pub recipe: bool,
+    pub code: bool,
+}
+
+/// ANSI colour, on only when asked (a terminal that did not opt out).
+#[derive(Debug, Clone, Copy)]
+pub struct Paint(pub bool);
+
+impl Paint {
+    fn wrap(self, code: &str, s: &str) -> String {
+        if self.0 {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+    pub fn red(self, s: &str) -> String {
+        self.wrap("31", s)
+    }
+    pub fn green(self, s: &str) -> String {
+        self.wrap("32", s)
+    }
+    pub fn cyan(self, s: &str) -> String {
+        self.wrap("36", s)
+    }
+    pub fn bold(self, s: &str) -> String {
+        self.wrap("1", s)
+    }
+    /// Colours one diff body line by its origin character.
+    pub fn diff_line(self, line: &str) -> String {
+        let (text, nl) = match line.strip_suffix('\n') {
+            Some(t) => (t, "\n"),
+            None => (line, ""),
+        };
+        let painted = match text.as_bytes().first() {
+            Some(b'+') => self.green(text),
+            Some(b'-') => self.red(text),
+            Some(b'@') => self.cyan(text),
+            _ => text.to_string(),
+        };
+        format!("{painted}{nl}")
+    }
+}
+
+/// One key of a recipe (or lab) table that differs; keys are dotted paths.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RecipeChange {
+    Added {
+        key: String,
+        new: toml::Value,
+    },
+    Removed {
+        key: String,
+        old: toml::Value,
+    },
+    Changed {
+        key: String,
+        old: toml::Value,
+        new: toml::Value,
+    },
+}
+
+/// The recipe and lab keys that differ from `a` to `b`, sorted by key.
+pub fn recipe_changes(a: &Manifest, b: &Manifest) -> Vec<RecipeChange> {
+    let (mut fa, mut fb) = (BTreeMap::new(), BTreeMap::new());
+    flatten("", &a.recipe, &mut fa);
+    flatten("lab.", &a.lab, &mut fa);
+    flatten("", &b.recipe, &mut fb);
+    flatten("lab.", &b.lab, &mut fb);
+    let keys: std::collections::BTreeSet<&String> = fa.keys().chain(fb.keys()).collect();
+    keys.into_iter()
+        .filter_map(|k| match (fa.get(k), fb.get(k)) {
+            (Some(o), Some(n)) if o != n => Some(RecipeChange::Changed {
+                key: k.clone(),
+                old: o.clone(),
+                new: n.clone(),
+            }),
+            (None, Some(n)) => Some(RecipeChange::Added {
+                key: k.clone(),
+                new: n.clone(),
+            }),
+            (Some(o), None) => Some(RecipeChange::Removed {
+                key: k.clone(),
+                old: o.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+fn flatten(prefix: &str, table: &toml::Table, out: &mut BTreeMap<String, toml::Value>) {
+    for (k, v) in table {
+        match v {
+            toml::Value::Table(t) => flatten(&format!("{prefix}{k}."), t, out),
+            _ => {
+                out.insert(format!("{prefix}{k}"), v.clone());
+            }
+        }
+    }
+}
+
+/// Files of a tree: path → (mode, content).
+pub type Files = BTreeMap<String, (i32, Vec<u8>)>;
+
+/// Lines added and removed in one file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileStat {
+    pub path: String,
+    pub added: usize,
+    pub removed: usize,
+}
+
+/// The unified diff from `old` to `new` (one section per changed file) and its stat.
+pub fn code_diff(old: &Files, new: &Files, paint: Paint) -> (String, Vec<FileStat>) {
+    let mut out = String::new();
+    let mut stats = Vec::new();
+    let paths: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    for path in paths {
+        let (o, n) = (old.get(path), new.get(path));
+        if o == n {
+            continue;
+        }
+        let a_name = if o.is_some() {
+            format!("a/{path}")
+        } else {
+            "/dev/null".into()
+        };
+        let b_name = if n.is_some() {
+            format!("b/{path}")
+        } else {
+            "/dev/null".into()
+        };
+        out.push_str(&paint.bold(&format!("diff {a_name} {b_name}")));
+        out.push('\n');
+        if let (Some((om, _)), Some((nm, _))) = (o, n) {
+            if om != nm {
+                out.push_str(&format!("mode {om:o} → {nm:o}\n"));
+            }
+        }
+        let (ob, nb) = (o.map_or(&[][..], |x| &x.1), n.map_or(&[][..], |x| &x.1));
+        let (Ok(ot), Ok(nt)) = (std::str::from_utf8(ob), std::str::from_utf8(nb)) else {
+            out.push_str(&format!("Binary files {a_name} and {b_name} differ\n"));
+            stats.push(FileStat {
+                path: path.clone(),
+                added: 0,
+                removed: 0,
+            });
+            continue;
+        };
+        let td = TextDiff::from_lines(ot, nt);
+        let mut stat = FileStat {
+            path: path.clone(),
+            added: 0,
+            removed: 0,
+        };
+        if ot != nt {
+            out.push_str(&paint.bold(&format!("--- {a_name}\n+++ {b_name}")));
+            out.push('\n');
+        }
+        for hunk in td.unified_diff().context_radius(3).iter_hunks() {
+            out.push_str(&paint.cyan(&hunk.header().to_string()));
+            out.push('\n');
+            for change in hunk.iter_changes() {
+                let sign = match change.tag() {
+                    ChangeTag::Delete => {
+                        stat.removed += 1;
+                        '-'
+                    }
+                    ChangeTag::Insert => {
+                        stat.added += 1;
+                        '+'
+                    }
+                    ChangeTag::Equal => ' ',
+                };
+                out.push_str(&paint.diff_line(&format!("{sign}{}", change.to_string_lossy())));
+                if change.missing_newline() {
+                    out.push_str("\n\\ No newline at end of file\n");
+                }
+            }
+        }
+        stats.push(stat);
+    }
+    (out, stats)
+}
+
+/// Renders `records diff a b`.
+pub fn render(root: &Path, a: u32, b: u32, parts: Parts, paint: Paint) -> Result<String> {
+    let catalog = Catalog::load(root)?;
+    let series = Series::load(root)?;
+    let (ma, mb) = (catalog.get(a)?, catalog.get(b)?);
+    let (pa, pb) = (series.position(a)?, series.position(b)?);
+    let mut out = paint.bold(&format!(
+        "records diff #{a} → #{b}\n  #{a}: {}\n  #{b}: {}\n",
+        ma.record.title, mb.record.title
+    ));
+    let need_trees = parts.code || parts.series;
+    let (old, new) = if need_trees {
+        let repo = apply::scratch_repo()?;
+        let trees = series.trees(&repo, if pa < pb { a } else { b })?;
+        (
+            tree::files(&repo, trees[&a])?,
+            tree::files(&repo, trees[&b])?,
+        )
+    } else {
+        Default::default()
+    };
+    let (code, stats) = code_diff(&old, &new, paint);
+    if parts.series {
+        out.push('\n');
+        out.push_str(&series_view(&catalog, &series, a, b, paint)?);
+        out.push_str(&stat_view(&stats));
+    }
+    if parts.recipe {
+        out.push('\n');
+        out.push_str(&paint.bold(&format!("Recipe #{a} → #{b}")));
+        out.push('\n');
+        let changes = recipe_changes(ma, mb);
+        if changes.is_empty() {
+            out.push_str("  (no recipe changes)\n");
+        }
+        for c in changes {
+            out.push_str(&match c {
+                RecipeChange::Added { key, new } => paint.green(&format!("  + {key} = {new}")),
+                RecipeChange::Removed { key, old } => paint.red(&format!("  - {key} = {old}")),
+                RecipeChange::Changed { key, old, new } => format!("  ~ {key}: {old} → {new}"),
+            });
+            out.push('\n');
+        }
+    }
+    if parts.code {
+        out.push('\n');
+        out.push_str(&paint.bold(&format!("Code #{a} → #{b}")));
+        out.push('\n');
+        out.push_str(if code.is_empty() {
+            "  (the trees are identical)\n"
+        } else {
+            &code
+        });
+    }
+    Ok(out)
+}
+
+/// The commits between the two records, with titles and line counts; from newer to older they
+/// are listed newest first as undone (their counts swapped).
+fn series_view(catalog: &Catalog, series: &Series, a: u32, b: u32, paint: Paint) -> Result<String> {
+    let forward = series.position(a)? <= series.position(b)?;
+    let (older, newer) = if forward { (a, b) } else { (b, a) };
+    let mut records: Vec<_> = series.between(older, newer)?.iter().collect();
+    let mut out = if forward {
+        format!("{}\n", paint.bold(&format!("Commits from #{a} to #{b}")))
+    } else {
+        records.reverse();
+        format!(
+            "{}\n",
+            paint.bold(&format!(
+                "Commits undone from #{a} back to #{b} (newest first)"
+            ))
+        )
+    };
+    if records.is_empty() {
+        out.push_str("  (none: same record)\n");
+    }
+    for r in records {
+        let counts: Vec<(usize, usize)> = r.commits.iter().map(|c| c.counts()).collect();
+        let (add, del) = counts.iter().fold((0, 0), |s, c| (s.0 + c.0, s.1 + c.1));
+        let (add, del) = if forward { (add, del) } else { (del, add) };
+        let title = &catalog.get(r.number)?.record.title;
+        out.push_str(&format!(
+            "  #{:<3} {title}  ({} commit(s), {} {})\n",
+            r.number,
+            r.commits.len(),
+            paint.green(&format!("+{add}")),
+            paint.red(&format!("-{del}"))
+        ));
+        let mut commits: Vec<_> = r.commits.iter().zip(&counts).enumerate().collect();
+        if !forward {
+            commits.reverse();
+        }
+        for (k, (c, &(ca, cd))) in commits {
+            let (ca, cd) = if forward { (ca, cd) } else { (cd, ca) };
+            out.push_str(&format!(
+                "       {}/{} {}  {} {}\n",
+                k + 1,
+                r.commits.len(),
+                c.subject,
+                paint.green(&format!("+{ca}")),
+                paint.red(&format!("-{cd}"))
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn stat_view(stats: &[FileStat]) -> String {
+    if stats.is_empty() {
+        return String::new();
+    }
+    let width = stats.iter().map(|s| s.path.len()).max().unwrap_or(0);
+    let mut out = String::from("  Files:\n");
+    for s in stats {
+        out.push_str(&format!(
+            "    {:<width$}  +{} -{}\n",
+            s.path, s.added, s.removed
+        ));
+    }
+    let (add, del) = stats
+        .iter()
+        .fold((0, 0), |t, s| (t.0 + s.added, t.1 + s.removed));
+    out.push_str(&format!(
+        "    {} file(s) changed, +{add} -{del}\n",
+        stats.len()
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files(list: &[(&str, &str)]) -> Files {
+        list.iter()
+            .map(|(p, t)| (p.to_string(), (0o100644, t.as_bytes().to_vec())))
+            .collect()
+    }
+
+    #[test]
+    fn code_diff_covers_changed_new_and_deleted_files() {
+        let old = files(&[
+            ("a.rs", "one\ntwo\n"),
+            ("gone.rs", "x\n"),
+            ("same.rs", "s\n"),
+        ]);
+        let new = files(&[("a.rs", "one\n2\n"), ("new.rs", "y\n"), ("same.rs", "s\n")]);
+        let (text, stats) = code_diff(&old, &new, Paint(false));
+        assert!(
+            text.contains("--- a/a.rs\n+++ b/a.rs\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("--- a/gone.rs\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"),
+            "{text}"
+        );
+        assert!(text.contains("+++ b/new.rs\n@@ -0,0 +1 @@\n+y\n"), "{text}");
+        assert!(!text.contains("same.rs"));
+        let a = stats.iter().find(|s| s.path == "a.rs").unwrap();
+        assert_eq!((a.added, a.removed), (1, 1));
+    }
+
+    #[test]
+    fn colour_only_when_asked() {
+        assert_eq!(Paint(false).diff_line("+x\n"), "+x\n");
+        assert_eq!(Paint(true).diff_line("-x\n"), "\x1b[31m-x\x1b[0m\n");
+    }
+}

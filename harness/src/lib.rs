@@ -1,0 +1,12 @@
+//! The `records` library: everything the CLI does, as plain functions (no libtorch here; the
+//! trainer runs as a separate process).
+pub mod catalog;
+pub mod diff;
+pub mod download;
+pub mod paths;
+pub mod replay;
+pub mod review;
+pub mod runlog;
+pub mod series;
+pub mod stats;
+pub mod verdict;

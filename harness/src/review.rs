@@ -1,0 +1,397 @@
+//! `records review N`: one record's change read like a pull request. The header (title, PR,
+//! authors, date, official time and its delta to the parent), the claim, every commit's hunks
+//! with the manifest's notes placed at their file and line, then the evidence: the official
+//! logs' figures and, where this machine has replayed the record, its own results.
+use crate::catalog::{Catalog, Manifest, Note, TARGET_VAL_LOSS};
+use crate::diff::Paint;
+use crate::series::mailbox::Commit;
+use crate::series::patch::{self, FilePatch};
+use crate::series::{apply, tree, Series};
+use crate::stats;
+use anyhow::Result;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::Path;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Format {
+    Text,
+    Markdown,
+}
+
+/// Where a note lands: commit, file, hunk and body line of the record's patch.
+type Spot = (usize, usize, usize, usize);
+
+/// Renders the review of record `n`.
+pub fn render(root: &Path, n: u32, format: Format, paint: Paint) -> Result<String> {
+    let catalog = Catalog::load(root)?;
+    let series = Series::load(root)?;
+    let m = catalog.get(n)?;
+    let parent = series.parent(n)?.map(|p| catalog.get(p)).transpose()?;
+    let commits = &series.record(n)?.commits;
+    let parsed: Vec<Vec<FilePatch>> = commits
+        .iter()
+        .map(|c| patch::parse(&c.diff))
+        .collect::<Result<_, _>>()?;
+    let (placed, loose) = place_notes(&m.notes, &parsed);
+    let md = format == Format::Markdown;
+    let paint = if md { Paint(false) } else { paint };
+    let mut out = String::new();
+    header(&mut out, m, parent, md, paint);
+    section(&mut out, "Claim", md, paint);
+    writeln!(out, "{}\n", m.record.claim.trim())?;
+    section(&mut out, "Changes", md, paint);
+    if commits.is_empty() {
+        writeln!(
+            out,
+            "Record #{n} is the base of the series: it has no patch.\n"
+        )?;
+    }
+    for (k, (c, files)) in commits.iter().zip(&parsed).enumerate() {
+        commit_view(&mut out, (k, commits.len()), c, files, &placed, md, paint);
+    }
+    if !loose.is_empty() {
+        let repo = apply::scratch_repo()?;
+        let files = tree::files(&repo, series.tree(&repo, n)?)?;
+        let title = if commits.is_empty() {
+            "Notes"
+        } else {
+            "Notes outside the hunks"
+        };
+        section(&mut out, title, md, paint);
+        for note in loose {
+            let line = files
+                .get(&note.file)
+                .and_then(|(_, d)| {
+                    String::from_utf8_lossy(d)
+                        .lines()
+                        .nth(note.line as usize - 1)
+                        .map(str::to_string)
+                })
+                .unwrap_or_default();
+            if md {
+                writeln!(
+                    out,
+                    "- `{}:{}` `{}`\n\n  {}\n",
+                    note.file,
+                    note.line,
+                    line.trim(),
+                    note.text.trim()
+                )?;
+            } else {
+                writeln!(
+                    out,
+                    "  {}:{}  {}\n{}",
+                    note.file,
+                    note.line,
+                    line.trim(),
+                    note_text(&note.text, paint)
+                )?;
+            }
+        }
+    }
+    evidence(&mut out, root, m, parent, md, paint)?;
+    Ok(out)
+}
+
+fn section(out: &mut String, title: &str, md: bool, paint: Paint) {
+    if md {
+        out.push_str(&format!("## {title}\n\n"));
+    } else {
+        out.push_str(&format!(
+            "{}\n{}\n\n",
+            paint.bold(title),
+            "─".repeat(title.chars().count())
+        ));
+    }
+}
+
+fn header(out: &mut String, m: &Manifest, parent: Option<&Manifest>, md: bool, paint: Paint) {
+    let r = &m.record;
+    let pr = match r.pr {
+        Some(pr) => format!("#{pr} {}", r.link),
+        None => r.link.clone(),
+    };
+    let mut time = format!("{} ({:.1} s)", r.official_time_text, r.official_time_s);
+    if let Some(p) = parent {
+        let d = r.official_time_s - p.record.official_time_s;
+        time.push_str(&format!(
+            ", {d:+.1} s ({:+.1}%) vs #{} ({:.1} s)",
+            100.0 * d / p.record.official_time_s,
+            p.record.number,
+            p.record.official_time_s
+        ));
+    }
+    let rows = [
+        ("PR", pr),
+        ("Authors", r.authors.join(", ")),
+        ("Date", r.date.clone()),
+        ("Official time", time),
+        ("Steps", r.steps.to_string()),
+    ];
+    if md {
+        out.push_str(&format!("# Record #{}: {}\n\n", r.number, r.title));
+        for (k, v) in rows {
+            out.push_str(&format!("- **{k}:** {v}\n"));
+        }
+    } else {
+        out.push_str(&paint.bold(&format!("Record #{}: {}", r.number, r.title)));
+        out.push('\n');
+        for (k, v) in rows {
+            out.push_str(&format!("  {:<16}{v}\n", format!("{k}:")));
+        }
+    }
+    out.push('\n');
+}
+
+/// Anchors each note at a body line of the patch whose line, followed through the later
+/// commits, is the note's line in the record's tree. An added line wins over a context line.
+/// Notes that anchor nowhere come back loose.
+fn place_notes<'n>(
+    notes: &'n [Note],
+    commits: &[Vec<FilePatch>],
+) -> (BTreeMap<Spot, Vec<&'n Note>>, Vec<&'n Note>) {
+    let mut placed: BTreeMap<Spot, Vec<&Note>> = BTreeMap::new();
+    let mut loose = Vec::new();
+    for note in notes {
+        let mut best: Option<(bool, Spot)> = None;
+        for (ci, files) in commits.iter().enumerate() {
+            for (fi, f) in files.iter().enumerate() {
+                let Some(path) = f.new_path.as_deref() else {
+                    continue;
+                };
+                for (hi, h) in f.hunks.iter().enumerate() {
+                    for (li, (num, text)) in h.numbered_lines().into_iter().enumerate() {
+                        let final_line = num.and_then(|l| follow(path, l, &commits[ci + 1..]));
+                        if path == note.file && final_line == Some(note.line) {
+                            let added = text.starts_with('+');
+                            if best.is_none_or(|(b_added, _)| added && !b_added) {
+                                best = Some((added, (ci, fi, hi, li)));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        match best {
+            Some((_, spot)) => placed.entry(spot).or_default().push(note),
+            None => loose.push(note),
+        }
+    }
+    (placed, loose)
+}
+
+/// Line `line` of `path` after one commit, followed through the `later` commits.
+fn follow(path: &str, line: u32, later: &[Vec<FilePatch>]) -> Option<u32> {
+    let mut line = line;
+    for files in later {
+        if let Some(f) = files.iter().find(|f| f.old_path.as_deref() == Some(path)) {
+            line = f.map_line(line)?;
+        }
+    }
+    Some(line)
+}
+
+fn note_text(text: &str, paint: Paint) -> String {
+    let mut s = String::new();
+    for (i, l) in text.trim().lines().enumerate() {
+        let lead = if i == 0 { "▸ note: " } else { "        " };
+        s.push_str(&format!("        {}\n", paint.bold(&format!("{lead}{l}"))));
+    }
+    s
+}
+
+fn commit_view(
+    out: &mut String,
+    (k, n): (usize, usize),
+    c: &Commit,
+    files: &[FilePatch],
+    placed: &BTreeMap<Spot, Vec<&Note>>,
+    md: bool,
+    paint: Paint,
+) {
+    let (add, del) = c.counts();
+    if md {
+        out.push_str(&format!(
+            "### {}/{n} {}\n\n*{}, {}* · +{add} −{del}\n\n",
+            k + 1,
+            c.subject,
+            c.author,
+            c.date
+        ));
+        if !c.body.is_empty() {
+            out.push_str(&format!("{}\n\n", c.body));
+        }
+    } else {
+        out.push_str(&paint.bold(&format!("Commit {}/{n}: {}", k + 1, c.subject)));
+        out.push_str(&format!(
+            "\n  {} · {} · +{add} -{del}\n\n",
+            c.author, c.date
+        ));
+        for l in c.body.lines() {
+            out.push_str(&format!("    {l}\n").replace("    \n", "\n"));
+        }
+        if !c.body.is_empty() {
+            out.push('\n');
+        }
+    }
+    for (fi, f) in files.iter().enumerate() {
+        let (fa, fd) = f.counts();
+        let what = match (&f.old_path, &f.new_path) {
+            (None, _) => " (new file)",
+            (_, None) => " (deleted)",
+            _ => "",
+        };
+        if md {
+            out.push_str(&format!(
+                "#### `{}`{what} (+{fa} −{fd})\n\n```diff\n",
+                f.path()
+            ));
+        } else {
+            out.push_str(&format!(
+                "  {}\n",
+                paint.bold(&format!("{}{what}  +{fa} -{fd}", f.path()))
+            ));
+        }
+        for (hi, h) in f.hunks.iter().enumerate() {
+            if md {
+                out.push_str(&format!("{}\n", h.header()));
+            } else {
+                out.push_str(&format!("  {}\n", paint.cyan(&h.header())));
+            }
+            for (li, (num, text)) in h.numbered_lines().into_iter().enumerate() {
+                if md {
+                    out.push_str(text);
+                } else {
+                    let num = num.map(|x| x.to_string()).unwrap_or_default();
+                    out.push_str(&format!("  {num:>5} {}", paint.diff_line(text)));
+                }
+                if !text.ends_with('\n') {
+                    out.push('\n');
+                }
+                for note in placed.get(&(k, fi, hi, li)).into_iter().flatten() {
+                    if md {
+                        let quoted = note.text.trim().replace('\n', "\n> ");
+                        out.push_str(&format!(
+                            "```\n\n> **Note** (`{}:{}`): {quoted}\n\n```diff\n",
+                            note.file, note.line
+                        ));
+                    } else {
+                        out.push_str(&note_text(&note.text, paint));
+                    }
+                }
+            }
+        }
+        out.push_str(if md { "```\n\n" } else { "\n" });
+    }
+}
+
+fn evidence(
+    out: &mut String,
+    root: &Path,
+    m: &Manifest,
+    parent: Option<&Manifest>,
+    md: bool,
+    paint: Paint,
+) -> Result<()> {
+    section(out, "Evidence", md, paint);
+    let e = &m.evidence;
+    let bullet = if md { "- " } else { "  " };
+    out.push_str(&sub("Official logs (upstream hardware)", md, paint));
+    if let Some(s) = stats::Summary::of(&e.val_losses) {
+        let std = s.std.map(|x| format!(" ± {x:.4}")).unwrap_or_default();
+        let list: Vec<String> = e.val_losses.iter().map(|x| format!("{x:.4}")).collect();
+        writeln!(
+            out,
+            "{bullet}val loss: mean {:.4}{std} over {} run(s): [{}]",
+            s.mean,
+            s.n,
+            list.join(", ")
+        )?;
+        match stats::ttest_1samp_less(&e.val_losses, TARGET_VAL_LOSS) {
+            Some(t) => writeln!(out, "{bullet}p = {:.4} that the mean is not below {TARGET_VAL_LOSS} (one-sided t-test, t = {:.3}, df = {})", t.p, t.t, t.df)?,
+            None => writeln!(out, "{bullet}p-value: needs two or more runs")?,
+        }
+    } else {
+        writeln!(out, "{bullet}val loss: no official figures in the manifest")?;
+    }
+    if let Some(s) = stats::Summary::of(&e.train_times_s) {
+        let std = s.std.map(|x| format!(" ± {x:.3}")).unwrap_or_default();
+        writeln!(
+            out,
+            "{bullet}train time: mean {:.3}{std} s over {} run(s)",
+            s.mean, s.n
+        )?;
+    }
+    if let Some((p, s)) =
+        parent.and_then(|p| stats::Summary::of(&p.evidence.train_times_s).map(|s| (p, s)))
+    {
+        writeln!(
+            out,
+            "{bullet}parent #{}: train time mean {:.3} s",
+            p.record.number, s.mean
+        )?;
+    }
+    if !e.val_curve.is_empty() {
+        // At most nine points: every k-th one and the last.
+        let every = e.val_curve.len().div_ceil(8);
+        let last = e.val_curve.len() - 1;
+        let points: Vec<String> = e
+            .val_curve
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % every == 0 || *i == last)
+            .map(|(_, (s, l))| format!("{s}:{l:.4}"))
+            .collect();
+        writeln!(out, "{bullet}val curve (step:loss): {}", points.join(" "))?;
+    }
+    out.push('\n');
+    out.push_str(&sub("This machine", md, paint));
+    let runs = replay_summaries(root, m.record.number);
+    if runs.is_empty() {
+        writeln!(
+            out,
+            "{bullet}no replay results yet; run `records replay {}`",
+            m.record.number
+        )?;
+    }
+    for (run, fields) in runs {
+        writeln!(out, "{bullet}{run}: {fields}")?;
+    }
+    Ok(())
+}
+
+fn sub(title: &str, md: bool, paint: Paint) -> String {
+    if md {
+        format!("### {title}\n\n")
+    } else {
+        format!("{}\n", paint.bold(title))
+    }
+}
+
+/// `results/<NN>/<run>/summary.json` of this machine's replays: run id and its top-level
+/// figures, in the file's order.
+fn replay_summaries(root: &Path, n: u32) -> Vec<(String, String)> {
+    let dir = crate::paths::results_dir(root).join(format!("{n:02}"));
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut runs: Vec<(String, String)> = entries
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let text = std::fs::read_to_string(e.path().join("summary.json")).ok()?;
+            let fields = match serde_json::from_str::<serde_json::Value>(&text) {
+                Ok(serde_json::Value::Object(map)) => map
+                    .iter()
+                    .filter(|(_, v)| !(v.is_object() || v.is_array() || v.is_null()))
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                _ => "summary.json is not a JSON object".to_string(),
+            };
+            Some((e.file_name().to_string_lossy().into_owned(), fields))
+        })
+        .collect();
+    runs.sort();
+    runs
+}

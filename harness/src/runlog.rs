@@ -1,0 +1,241 @@
+//! Parse a training log, upstream's or ours, into train and validation points.
+//!
+//! Step lines in every era (anchors §2.3):
+//! - llm.c: `s:0 trl:11.0091 lr:0.000001 norm:15.37` and `s:19560 tel:3.2722`;
+//! - Oct 2024 – Jan 2025: `step:2/6200 train_loss:8.6834 train_time:75965ms step_avg:nanms`
+//!   and `step:6200/6200 val_loss:3.2785 train_time:1339067ms step_avg:216.33ms`;
+//! - current: `step:1920/1920 train_time:119602ms step_avg:62.29ms`, the same with `val_loss:`,
+//!   and a final `peak memory allocated: 29863 MiB reserved: 44438 MiB`;
+//! - ours: the current format, optionally with `train_loss:` on train lines, after a block of
+//!   `# key: value` header lines at the top.
+//!
+//! Upstream logs begin with the whole source code and an nvidia-smi table, so a line counts only
+//! when it *starts* with a step field and every field parses; anything else is skipped.
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainPoint {
+    pub step: u64,
+    /// `None` in llm.c logs (`s:N`).
+    pub total_steps: Option<u64>,
+    pub loss: Option<f64>,
+    pub train_time_ms: Option<f64>,
+    pub step_avg_ms: Option<f64>,
+    pub lr: Option<f64>,
+    pub norm: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ValPoint {
+    pub step: u64,
+    pub total_steps: Option<u64>,
+    /// NaN when the log says `nan` (a diverged run).
+    pub val_loss: f64,
+    pub train_time_ms: Option<f64>,
+    pub step_avg_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunLog {
+    pub train: Vec<TrainPoint>,
+    pub val: Vec<ValPoint>,
+    pub peak_mem_allocated_mib: Option<u64>,
+    pub peak_mem_reserved_mib: Option<u64>,
+    /// Our logs' leading `# key: value` lines, in order.
+    pub header: Vec<(String, String)>,
+}
+
+impl RunLog {
+    /// The last validation point in the log.
+    pub fn final_val(&self) -> Option<&ValPoint> {
+        self.val.last()
+    }
+
+    /// The first validation point whose loss is at or below `target`.
+    pub fn first_val_at_or_below(&self, target: f64) -> Option<&ValPoint> {
+        self.val.iter().find(|v| v.val_loss <= target)
+    }
+
+    /// The value of header key `key` (the first one, if repeated).
+    pub fn header_value(&self, key: &str) -> Option<&str> {
+        self.header
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Parses a whole log. Lines that match no known format are ignored.
+pub fn parse(text: &str) -> RunLog {
+    let mut log = RunLog::default();
+    let mut in_header = true;
+    for line in text.lines() {
+        let line = line.trim_end();
+        if in_header {
+            if line.is_empty() {
+                continue;
+            }
+            if let Some(kv) = header_line(line) {
+                log.header.push(kv);
+                continue;
+            }
+            in_header = false;
+        }
+        if let Some(step) = step_line(line) {
+            match step {
+                Step::Train(p) => log.train.push(p),
+                Step::Val(p) => log.val.push(p),
+            }
+        } else if let Some((alloc, reserved)) = peak_memory_line(line) {
+            log.peak_mem_allocated_mib = Some(alloc);
+            log.peak_mem_reserved_mib = reserved.or(log.peak_mem_reserved_mib);
+        }
+    }
+    log
+}
+
+/// Reads and parses `path`.
+pub fn parse_file(path: &Path) -> anyhow::Result<RunLog> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read run log {}", path.display()))?;
+    Ok(parse(&text))
+}
+
+/// `# key: value` with a key of one word.
+fn header_line(line: &str) -> Option<(String, String)> {
+    let rest = line.strip_prefix("# ")?;
+    let (key, value) = rest.split_once(':')?;
+    let ok = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    ok.then(|| (key.to_string(), value.trim().to_string()))
+}
+
+enum Step {
+    Train(TrainPoint),
+    Val(ValPoint),
+}
+
+/// A step line: whitespace-separated `key:value` fields, the first `s:N` or `step:N/M`.
+/// Returns `None` if any field fails to parse, so code that merely mentions `step:` is skipped.
+fn step_line(line: &str) -> Option<Step> {
+    let mut fields = line.split_whitespace().map(|f| f.split_once(':'));
+    let (step, total_steps) = match fields.next()?? {
+        ("s", n) => (n.parse().ok()?, None),
+        ("step", n) => {
+            let (a, b) = n.split_once('/')?;
+            (a.parse().ok()?, Some(b.parse().ok()?))
+        }
+        _ => return None,
+    };
+    let mut p = TrainPoint {
+        step,
+        total_steps,
+        loss: None,
+        train_time_ms: None,
+        step_avg_ms: None,
+        lr: None,
+        norm: None,
+    };
+    let mut val_loss = None;
+    for field in fields {
+        let (key, value) = field?;
+        match key {
+            "trl" | "train_loss" => p.loss = number(value)?,
+            // A diverged run prints `val_loss:nan`; keep it so the run's last word is not lost.
+            "tel" | "val_loss" => val_loss = Some(number(value)?.unwrap_or(f64::NAN)),
+            "train_time" => p.train_time_ms = number(value.strip_suffix("ms")?)?,
+            "step_avg" => p.step_avg_ms = number(value.strip_suffix("ms")?)?,
+            "lr" => p.lr = number(value)?,
+            "norm" => p.norm = number(value)?,
+            _ => return None,
+        }
+    }
+    Some(match val_loss {
+        Some(loss) => Step::Val(ValPoint {
+            step: p.step,
+            total_steps: p.total_steps,
+            val_loss: loss,
+            train_time_ms: p.train_time_ms,
+            step_avg_ms: p.step_avg_ms,
+        }),
+        None => Step::Train(p),
+    })
+}
+
+/// A number: `Some(None)` for `nan` (upstream prints `step_avg:nanms` early on), `None` when it
+/// does not parse.
+fn number(s: &str) -> Option<Option<f64>> {
+    if s.eq_ignore_ascii_case("nan") {
+        return Some(None);
+    }
+    let v: f64 = s.parse().ok()?;
+    // Rust also accepts "inf" and "NaN" spellings; keep only finite figures.
+    Some(v.is_finite().then_some(v))
+}
+
+/// `peak memory allocated: A MiB reserved: R MiB`, or the 2024 form
+/// `peak memory consumption: A MiB`.
+fn peak_memory_line(line: &str) -> Option<(u64, Option<u64>)> {
+    if let Some(rest) = line.strip_prefix("peak memory allocated: ") {
+        let (alloc, rest) = rest.split_once(" MiB reserved: ")?;
+        let reserved = rest.strip_suffix(" MiB")?;
+        return Some((alloc.parse().ok()?, Some(reserved.parse().ok()?)));
+    }
+    let alloc = line
+        .strip_prefix("peak memory consumption: ")?
+        .strip_suffix(" MiB")?;
+    Some((alloc.parse().ok()?, None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nan_and_numbers() {
+        assert_eq!(number("nan"), Some(None));
+        assert_eq!(number("3.5"), Some(Some(3.5)));
+        assert_eq!(number("inf"), Some(None));
+        assert_eq!(number("x"), None);
+    }
+
+    #[test]
+    fn header_keys_are_single_words() {
+        assert_eq!(
+            header_line("# tree: abc123"),
+            Some(("tree".into(), "abc123".into()))
+        );
+        assert_eq!(header_line("# a note: with spaces"), None);
+        assert_eq!(header_line("#record: 1"), None);
+    }
+
+    #[test]
+    fn code_mentioning_step_is_not_a_step() {
+        for line in [
+            "print0(f\"step:{step}/{train_steps} val_loss:{val_loss:.4f}\")",
+            "step:{step}/{args.num_iterations} val_loss:{val_loss:.4f} train_time:{t:.0f}ms",
+            "step:5/10 val_loss:3.2 train_time:12ms extra words",
+            "s:12 tel:",
+            "steps:3/4 val_loss:3.0",
+        ] {
+            assert!(step_line(line).is_none(), "{line}");
+        }
+    }
+
+    #[test]
+    fn peak_memory_forms() {
+        assert_eq!(
+            peak_memory_line("peak memory allocated: 29863 MiB reserved: 44438 MiB"),
+            Some((29863, Some(44438)))
+        );
+        assert_eq!(
+            peak_memory_line("peak memory consumption: 37620 MiB"),
+            Some((37620, None))
+        );
+        assert_eq!(peak_memory_line("peak memory allocated: lots"), None);
+    }
+}

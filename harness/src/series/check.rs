@@ -1,0 +1,166 @@
+//! `records series check`: every record's tree materializes, re-applying its patch to the
+//! parent's tree gives exactly its tree, its notes point at real lines, and (with `build`)
+//! every tree compiles.
+use super::{apply, build_dir, patch_path, tree, tree_dir, Series};
+use crate::catalog::Catalog;
+use anyhow::{bail, Context, Result};
+use git2::{Oid, Repository};
+use std::path::Path;
+use std::process::Command;
+
+/// What was checked for one record.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    pub record: u32,
+    pub commits: usize,
+    pub added: usize,
+    pub removed: usize,
+    pub tree: Oid,
+}
+
+/// Checks the whole series; `log` gets one line per step. The first problem is the error.
+pub fn check(root: &Path, build: bool, log: &mut dyn FnMut(&str)) -> Result<Vec<Checked>> {
+    let catalog = Catalog::load(root)?;
+    let series = Series::load(root)?;
+    stray_patches(root, &series.numbers())?;
+    let repo = apply::scratch_repo()?;
+    let first = series.numbers()[0];
+    let trees = series.trees(&repo, first)?;
+    let mut out = Vec::new();
+    for (i, r) in series.records().iter().enumerate() {
+        let manifest = catalog.get(r.number)?;
+        let parent = i.checked_sub(1).map(|p| series.records()[p].number);
+        if manifest.record.parent != parent {
+            bail!(
+                "{}: record.parent = {:?} but the chain puts {:?} before #{}; add the missing manifest or fix the parent",
+                manifest.path.display(),
+                manifest.record.parent,
+                parent,
+                r.number
+            );
+        }
+        let tree = trees[&r.number];
+        if let Some(p) = parent {
+            let got = *series
+                .forward(&repo, r.number, trees[&p])?
+                .last()
+                .unwrap_or(&trees[&p]);
+            if got != tree {
+                let file = first_difference(&repo, got, tree)?;
+                bail!(
+                    "record #{}: {} applied to #{p}'s tree does not give #{}'s tree ({file} differs); the patch is not exactly reversible, regenerate it with `records series export`/`import`",
+                    r.number,
+                    patch_path(root, r.number).display(),
+                    r.number
+                );
+            }
+        }
+        check_notes(&repo, tree, manifest)?;
+        let (added, removed) = r.commits.iter().fold((0, 0), |acc, c| {
+            let (a, d) = c.counts();
+            (acc.0 + a, acc.1 + d)
+        });
+        log(&format!(
+            "ok   #{:<3} {} commit(s), +{added} -{removed}, tree {:.10}",
+            r.number,
+            r.commits.len(),
+            tree.to_string()
+        ));
+        out.push(Checked {
+            record: r.number,
+            commits: r.commits.len(),
+            added,
+            removed,
+            tree,
+        });
+    }
+    if build {
+        let newest = series.newest();
+        for r in series.numbers() {
+            let dir = tree_dir(root, r);
+            tree::write_dir(&repo, trees[&r], &dir)?;
+            cargo(root, &dir, &["check", "-p", "trainer"], r, log)?;
+            if r == first || r == newest {
+                cargo(root, &dir, &["build", "--release", "-p", "trainer"], r, log)?;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Every `patches/NN.patch` needs a manifest, or it would silently drop out of the chain.
+fn stray_patches(root: &Path, chain: &[u32]) -> Result<()> {
+    let dir = root.join("patches");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(());
+    };
+    for entry in entries {
+        let path = entry?.path();
+        let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
+            continue;
+        };
+        if path.extension().is_some_and(|e| e == "patch")
+            && !stem.parse().is_ok_and(|n: u32| chain.contains(&n))
+        {
+            bail!("{} has no manifest records/{stem}.toml, so it is not in the chain; add the manifest or remove the patch", path.display());
+        }
+    }
+    Ok(())
+}
+
+fn first_difference(repo: &Repository, a: Oid, b: Oid) -> Result<String> {
+    let (fa, fb) = (tree::files(repo, a)?, tree::files(repo, b)?);
+    let path = fa
+        .keys()
+        .chain(fb.keys())
+        .filter(|p| fa.get(*p) != fb.get(*p))
+        .min()
+        .cloned();
+    Ok(path.unwrap_or_else(|| "a file mode".into()))
+}
+
+/// Each review note must name a file of the record's tree and a line inside it.
+fn check_notes(repo: &Repository, tree: Oid, manifest: &crate::catalog::Manifest) -> Result<()> {
+    if manifest.notes.is_empty() {
+        return Ok(());
+    }
+    let files = tree::files(repo, tree)?;
+    for n in &manifest.notes {
+        let where_ = format!("{}: note at {}:{}", manifest.path.display(), n.file, n.line);
+        let Some((_, data)) = files.get(&n.file) else {
+            bail!(
+                "{where_}: the tree of #{} has no such file",
+                manifest.record.number
+            );
+        };
+        let lines = String::from_utf8_lossy(data).lines().count();
+        if n.line as usize > lines {
+            bail!(
+                "{where_}: the file has only {lines} lines in the tree of #{}",
+                manifest.record.number
+            );
+        }
+    }
+    Ok(())
+}
+
+fn cargo(
+    root: &Path,
+    dir: &Path,
+    args: &[&str],
+    record: u32,
+    log: &mut dyn FnMut(&str),
+) -> Result<()> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    log(&format!("     #{record:<3} cargo {}", args.join(" ")));
+    let status = Command::new(&cargo)
+        .args(args)
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", build_dir(root))
+        .status()
+        .with_context(|| format!("running cargo in {}", dir.display()))?;
+    if !status.success() {
+        bail!("record #{record}: `cargo {}` failed in {} ({status}); fix the record's patch so its tree builds", args.join(" "), dir.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,299 @@
+//! A tiny records checkout in a temp dir: a fake trainer, three manifests (#1 → #29 → #38) and
+//! their patches, made from real git commits with `records series capture`.
+#![allow(dead_code)] // each test binary uses its own part of the fixture
+
+use git2::{IndexAddOption, Oid, Repository, Signature, Time};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+pub type Files = BTreeMap<String, String>;
+
+pub struct Fixture {
+    pub dir: tempfile::TempDir,
+    pub repo: Repository,
+    /// The trainer files of each record, as the test wrote them.
+    pub trees: BTreeMap<u32, Files>,
+    /// The commit after which record #29's work starts, and #38's.
+    pub base: Oid,
+    pub after_29: Oid,
+}
+
+pub const MODEL_1: &str = "//! The model.
+pub struct Gpt {
+    pub layers: usize,
+}
+
+pub fn forward(x: f32) -> f32 {
+    let h = embed(x);
+    let h = blocks(h);
+    head(h)
+}
+
+fn embed(x: f32) -> f32 {
+    x * 2.0
+}
+
+fn blocks(h: f32) -> f32 {
+    h + 1.0
+}
+
+fn head(h: f32) -> f32 {
+    h - 0.5
+}
+";
+
+pub const MODEL_29: &str = "//! The model.
+pub struct Gpt {
+    pub layers: usize,
+}
+
+pub fn forward(x: f32) -> f32 {
+    let h = embed(x);
+    let h = h + crate::value_embed::value_embed(x);
+    let h = blocks(h);
+    head(h)
+}
+
+fn embed(x: f32) -> f32 {
+    x * 2.0
+}
+
+fn blocks(h: f32) -> f32 {
+    h + 1.0
+}
+
+fn head(h: f32) -> f32 {
+    h - 0.5
+}
+";
+
+pub const MODEL_38: &str = "//! The model.
+pub struct Gpt {
+    pub layers: usize,
+}
+
+pub fn forward(x: f32) -> f32 {
+    let h = embed(x);
+    let h = h + crate::value_embed::value_embed(x);
+    let h = blocks(h);
+    head(h)
+}
+
+fn embed(x: f32) -> f32 {
+    x * 2.0
+}
+
+fn blocks(h: f32) -> f32 {
+    h + 1.5
+}
+
+fn head(h: f32) -> f32 {
+    (h - 0.5).tanh()
+}
+";
+
+pub const LIB_1: &str = "pub mod model;\npub mod old;\n\npub const LR: f32 = 0.1;\n";
+pub const LIB_29: &str =
+    "pub mod model;\npub mod old;\npub mod value_embed;\n\npub const LR: f32 = 0.2;\n";
+pub const LIB_38: &str = "pub mod model;\npub mod value_embed;\n\npub const LR: f32 = 0.2;\n";
+pub const VALUE_EMBED: &str = "/// Value embeddings: a second table mixed into the residual.\npub fn value_embed(x: f32) -> f32 {\n    x * 0.25\n}\n";
+pub const OLD: &str = "pub fn unused() {}\n";
+
+/// The line of `MODEL_29`/`MODEL_38` that record #29's note is anchored at.
+pub const NOTE_LINE: u32 = 8;
+pub const NOTE_TEXT: &str =
+    "The value embedding joins the residual right after the token embedding.";
+
+fn manifest(n: u32, parent: Option<u32>, lr: f64, time_s: f64, extra: &str) -> String {
+    let parent = parent
+        .map(|p| format!("parent = {p}\n"))
+        .unwrap_or_default();
+    let pr = if n == 1 {
+        String::new()
+    } else {
+        format!("pr = {}\n", 100 + n)
+    };
+    format!(
+        r#"[record]
+number = {n}
+title = "Record {n} title"
+{pr}link = "https://github.com/KellerJordan/modded-nanogpt/pull/{}"
+date = "2025-0{}-01"
+authors = ["@author{n}", "@coauthor"]
+official_time_s = {time_s}
+official_time_text = "{:.2} minutes"
+hardware = "8xH100"
+steps = {}
+tokens = 1000
+{parent}upstream_folder = "records/track_1_short/x{n}"
+claim = "Claim of record {n}: it is faster because of a reason."
+
+[evidence]
+val_losses = [3.2771, 3.2785, 3.2779]
+train_times_s = [{time_s}, {}]
+val_curve = [[0, 10.8], [50, 4.5], [100, 3.27]]
+
+[recipe]
+lr = {lr}
+value_embeds = {}
+
+[lab]
+steps = 100
+{extra}"#,
+        100 + n,
+        1 + n % 9,
+        time_s / 60.0,
+        1000 - n,
+        time_s + 0.2,
+        n >= 29,
+    )
+}
+
+fn sig(t: i64) -> Signature<'static> {
+    Signature::new(
+        "Ada Lovelace",
+        "ada@example.org",
+        &Time::new(1_750_000_000 + t, 120),
+    )
+    .unwrap()
+}
+
+impl Fixture {
+    pub fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let mut f = Fixture {
+            dir,
+            repo,
+            trees: BTreeMap::new(),
+            base: Oid::ZERO_SHA1,
+            after_29: Oid::ZERO_SHA1,
+        };
+        f.write(".gitignore", "/target\n/results\n");
+        f.write(
+            "Cargo.toml",
+            "[workspace]\nmembers = [\".\"]\n\n[package]\nname = \"trainer\"\n",
+        );
+        f.write("src/model.rs", MODEL_1);
+        f.write("src/lib.rs", LIB_1);
+        f.write("src/old.rs", OLD);
+        f.write("docs/notes.md", "not part of the trainer\n");
+        f.write("records/01.toml", &manifest(1, None, 0.1, 180.0, ""));
+        f.base = f.commit("Record 1: the baseline", 0);
+        f.trees.insert(1, f.trainer_files());
+
+        // Record #29: two commits, one adding a file.
+        let note = format!("\n[[notes]]\nfile = \"src/model.rs\"\nline = {NOTE_LINE}\ntext = \"{NOTE_TEXT}\"\n\n[[notes]]\nfile = \"src/model.rs\"\nline = 2\ntext = \"Unchanged line, outside every hunk.\"\n");
+        f.write("records/29.toml", &manifest(29, Some(1), 0.2, 170.0, &note));
+        f.write("src/value_embed.rs", VALUE_EMBED);
+        f.write("src/model.rs", MODEL_29);
+        f.write(
+            "src/lib.rs",
+            "pub mod model;\npub mod old;\npub mod value_embed;\n\npub const LR: f32 = 0.1;\n",
+        );
+        f.commit("Add value embeddings\n\nA second embedding table whose output is added to the residual stream.\nIt lets early layers see token identity again.", 10);
+        f.write("src/lib.rs", LIB_29);
+        f.commit("Raise the learning rate to 0.2", 20);
+        f.trees.insert(29, f.trainer_files());
+        records::series::capture::capture(f.root(), 29, &f.base.to_string(), false).unwrap();
+        f.after_29 = f.commit("Add patches/29.patch", 25);
+
+        // Record #38: one commit that deletes a file and changes two others.
+        f.write("records/38.toml", &manifest(38, Some(29), 0.2, 165.5, ""));
+        std::fs::remove_file(f.root().join("src/old.rs")).unwrap();
+        f.write("src/lib.rs", LIB_38);
+        f.write("src/model.rs", MODEL_38);
+        f.commit(
+            "Drop the old module, soften the head\n\nThe head squashes its output with tanh.",
+            30,
+        );
+        f.trees.insert(38, f.trainer_files());
+        records::series::capture::capture(f.root(), 38, &f.after_29.to_string(), false).unwrap();
+        f.commit("Add patches/38.patch", 40);
+        f
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn write(&self, path: &str, text: &str) {
+        let p = self.root().join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    pub fn read(&self, path: &str) -> String {
+        std::fs::read_to_string(self.root().join(path)).unwrap()
+    }
+
+    /// Commits everything in the working directory (additions and deletions).
+    pub fn commit(&self, message: &str, t: i64) -> Oid {
+        commit_all(&self.repo, message, t)
+    }
+
+    /// The trainer files now in the working directory (everything but records/, docs/, ...).
+    pub fn trainer_files(&self) -> Files {
+        read_files(
+            self.root(),
+            &["records", "patches", "docs", "target", "results", ".git"],
+        )
+    }
+
+    /// Runs the real `records` binary with RECORDS_ROOT at the fixture.
+    pub fn records(&self, args: &[&str]) -> Output {
+        std::process::Command::new(env!("CARGO_BIN_EXE_records"))
+            .args(args)
+            .env("RECORDS_ROOT", self.root())
+            .env_remove("NO_COLOR")
+            .output()
+            .unwrap()
+    }
+}
+
+/// Commits the whole working directory of `repo` at a fixed time.
+pub fn commit_all(repo: &Repository, message: &str, t: i64) -> Oid {
+    let mut index = repo.index().unwrap();
+    index.add_all(["*"], IndexAddOption::DEFAULT, None).unwrap();
+    index.update_all(["*"], None).unwrap();
+    index.write().unwrap();
+    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+    let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
+    let parents: Vec<&git2::Commit> = parent.iter().collect();
+    repo.commit(Some("HEAD"), &sig(t), &sig(t), message, &tree, &parents)
+        .unwrap()
+}
+
+/// Text files under `dir`, relative paths, skipping the given top-level folders.
+pub fn read_files(dir: &Path, skip: &[&str]) -> Files {
+    let mut out = Files::new();
+    let mut stack: Vec<PathBuf> = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p
+                .strip_prefix(dir)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            if skip.contains(&rel.split('/').next().unwrap()) {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(rel, std::fs::read_to_string(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}

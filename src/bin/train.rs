@@ -1,0 +1,106 @@
+//! `train`: run one record's recipe. The `records` CLI launches it; it also runs by hand:
+//!
+//!   train --manifest records/01.toml --scale lab --data data/default --out /tmp/run
+use anyhow::{Context, Result};
+use clap::Parser;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use trainer::device::Target;
+use trainer::recipe::{Recipe, Scale};
+use trainer::train::{run, RunConfig};
+
+#[derive(Parser)]
+#[command(name = "train", about = "Train a GPT with one record's recipe")]
+struct Args {
+    /// The record's manifest (records/NN.toml); its [recipe] and [lab] tables are read.
+    #[arg(long)]
+    manifest: PathBuf,
+    /// full: upstream's recipe; lab: shrunk to a 2-core CPU by the common rule.
+    #[arg(long, value_enum)]
+    scale: ScaleArg,
+    /// Folder with *_train_*.bin and *_val_*.bin shards.
+    #[arg(long)]
+    data: PathBuf,
+    /// Folder for train.log, metrics.jsonl, summary.json and recipe.toml.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Override the number of optimizer steps (schedules are mapped onto it).
+    #[arg(long)]
+    steps: Option<u64>,
+    /// Override the recipe's seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Run on the CPU even when CUDA is available.
+    #[arg(long)]
+    cpu: bool,
+    /// Extra `key=value` header lines for the log (tree id, record number, ...).
+    #[arg(long = "header", value_parser = parse_kv)]
+    headers: Vec<(String, String)>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ScaleArg {
+    Full,
+    Lab,
+}
+
+fn parse_kv(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .ok_or_else(|| format!("expected key=value, got {s:?}"))
+}
+
+fn main() -> ExitCode {
+    match main_inner() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("train: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn main_inner() -> Result<()> {
+    let args = Args::parse();
+    let scale = match args.scale {
+        ScaleArg::Full => Scale::Full,
+        ScaleArg::Lab => Scale::Lab,
+    };
+    let mut recipe = Recipe::from_manifest(&args.manifest, scale, args.steps)?;
+    if let Some(seed) = args.seed {
+        recipe.seed = seed;
+    }
+    let target = Target::pick(args.cpu, 0);
+    let train_files =
+        corpus::shard::shard_files(&args.data, "train").context("finding train shards")?;
+    let val_files = corpus::shard::shard_files(&args.data, "val").context("finding val shards")?;
+    let record = args
+        .manifest
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .and_then(|s| s.parse().ok());
+    let mut header = vec![
+        (
+            "record".to_string(),
+            record.map_or("?".into(), |n: u32| n.to_string()),
+        ),
+        ("scale".to_string(), format!("{scale:?}").to_lowercase()),
+        ("device".to_string(), target.describe()),
+        ("libtorch".to_string(), "2.11.0 (tch 0.24)".to_string()),
+        ("data".to_string(), args.data.display().to_string()),
+    ];
+    header.extend(args.headers);
+    header.push(("recipe".to_string(), serde_json::to_string(&recipe)?));
+    let cfg = RunConfig {
+        recipe,
+        scale,
+        record,
+        train_files,
+        val_files,
+        out: args.out,
+        target,
+        header,
+    };
+    run(&cfg)?;
+    Ok(())
+}

@@ -1,0 +1,2 @@
+//! Batches from FineWeb-format shards.
+pub mod loader;

@@ -1,0 +1,55 @@
+//! Where the trainer runs, and the CPU settings that make small models fast.
+use tch::{Device, Kind};
+
+/// The device and the kind matmuls run in: bf16 on CUDA (fp32 master weights), fp32 on CPU.
+#[derive(Debug, Clone, Copy)]
+pub struct Target {
+    pub device: Device,
+    pub compute: Kind,
+}
+
+impl Target {
+    /// `cuda:<local_rank>` when CUDA is usable, else the CPU.
+    pub fn pick(prefer_cpu: bool, local_rank: usize) -> Target {
+        if !prefer_cpu && tch::Cuda::is_available() {
+            Target {
+                device: Device::Cuda(local_rank),
+                compute: Kind::BFloat16,
+            }
+        } else {
+            flush_denormals();
+            Target {
+                device: Device::Cpu,
+                compute: Kind::Float,
+            }
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self.device {
+            Device::Cpu => format!("cpu ({} threads)", tch::get_num_threads()),
+            Device::Cuda(i) => format!("cuda:{i}"),
+            d => format!("{d:?}"),
+        }
+    }
+
+    /// Waits for queued GPU work, so wall-clock readings cover it.
+    pub fn sync(&self) {
+        if let Device::Cuda(i) = self.device {
+            tch::Cuda::synchronize(i as i64);
+        }
+    }
+}
+
+/// Sets FTZ/DAZ in MXCSR. A small GPT's gradients go denormal on CPU and sgemm then runs ~30x
+/// slower (8.9 s vs 0.31 s per step measured at 4 layers x d256). Worker threads created after
+/// this call inherit the setting, so it must run before libtorch starts its thread pool.
+fn flush_denormals() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: only sets the flush-to-zero (bit 15) and denormals-are-zero (bit 6) bits.
+    #[allow(deprecated)] // _mm_setcsr has no stable replacement
+    unsafe {
+        use std::arch::x86_64::{_mm_getcsr, _mm_setcsr};
+        _mm_setcsr(_mm_getcsr() | 0x8040);
+    }
+}

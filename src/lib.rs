@@ -1,0 +1,14 @@
+//! The trainer: one GPT on tch (libtorch); every record's technique sits behind a `Recipe` flag.
+//!
+//! - `recipe`: every hyperparameter, read from a record's manifest.
+//! - `model`: the GPT, one file per technique.
+//! - `optim`: AdamW and the schedules.
+//! - `data`: batches from FineWeb-format shards.
+//! - `train`: the loop, timing and validation; `runlog`: what a run writes.
+pub mod data;
+pub mod device;
+pub mod model;
+pub mod optim;
+pub mod recipe;
+pub mod runlog;
+pub mod train;

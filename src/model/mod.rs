@@ -1,0 +1,8 @@
+//! The GPT and its parts, one file per technique.
+pub mod attention;
+pub mod gpt;
+pub mod mlp;
+pub mod norm;
+pub mod params;
+
+pub use gpt::Gpt;

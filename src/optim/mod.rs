@@ -1,0 +1,3 @@
+//! Optimizers and learning-rate schedules.
+pub mod adamw;
+pub mod schedule;

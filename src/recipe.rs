@@ -1,0 +1,178 @@
+//! Every hyperparameter and flag of a record, read from `[recipe]` of `records/NN.toml`.
+//!
+//! Defaults are absent on purpose: a manifest spells out its whole recipe, so a typo or a missing
+//! key is an error naming the file, line and key instead of a silent default.
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recipe {
+    // ---- model
+    /// Tokens that take part in the loss; logits past it (padding) are left out.
+    pub vocab_size: usize,
+    /// Rows of the token embedding (a multiple of 64 or 128 for fast matmuls).
+    pub padded_vocab_size: usize,
+    pub n_layer: usize,
+    pub n_head: usize,
+    pub n_embd: usize,
+    /// Rows of the learned position embedding.
+    pub max_seq_len: usize,
+    pub ln_eps: f64,
+    pub init_std: f64,
+    // ---- data
+    /// "gpt2" (FineWeb shards) or "byte" (the lab corpus).
+    pub tokenizer: String,
+    pub seq_len: usize,
+    /// Rows per rank per micro-batch.
+    pub batch_rows: usize,
+    /// Tokens per optimizer step over all ranks; the rest is gradient accumulation.
+    pub batch_tokens: usize,
+    /// Ranks of the official run; fewer ranks keep its batch by accumulation.
+    pub reference_ranks: usize,
+    // ---- optimizer and schedule
+    pub steps: u64,
+    pub lr: f64,
+    pub warmup_steps: u64,
+    pub min_lr_frac: f64,
+    pub beta1: f64,
+    pub beta2: f64,
+    pub eps: f64,
+    pub weight_decay: f64,
+    pub grad_clip: f64,
+    // ---- evaluation
+    pub val_every: u64,
+    pub val_tokens: usize,
+    pub seed: u64,
+}
+
+/// The two sizes a record runs at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scale {
+    /// Upstream's recipe as logged.
+    Full,
+    /// Shrunk by the common `[lab]` rule to a 2-core CPU.
+    Lab,
+}
+
+/// The parts of a manifest the trainer reads; the harness owns the rest.
+#[derive(Deserialize)]
+struct ManifestView {
+    recipe: Recipe,
+    lab: toml::Table,
+}
+
+impl Recipe {
+    /// Reads record `path`'s recipe at `scale`. At lab scale the `[lab]` table overrides keys,
+    /// and step-based schedules are mapped proportionally onto the lab budget of `steps`.
+    /// `steps` overrides the step budget of that scale.
+    pub fn from_manifest(path: &Path, scale: Scale, steps: Option<u64>) -> Result<Recipe> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        Self::from_manifest_str(&text, scale, steps)
+            .map_err(|e| anyhow::anyhow!("{}: {e:#}", path.display()))
+    }
+
+    /// Errors carry the manifest's line and column (toml's spans) or name `lab.<key>`.
+    pub fn from_manifest_str(text: &str, scale: Scale, steps: Option<u64>) -> Result<Recipe> {
+        let view: ManifestView = toml::from_str(text)?;
+        let mut overrides = match scale {
+            Scale::Full => toml::Table::new(),
+            Scale::Lab => view.lab,
+        };
+        if let Some(steps) = steps {
+            overrides.insert("steps".into(), toml::Value::Integer(steps as i64));
+        }
+        let recipe = view.recipe.shrink(&overrides)?;
+        recipe.validate()?;
+        Ok(recipe)
+    }
+
+    /// The lab rule: take the override keys (`[lab]`, a step budget), then map every step-based schedule onto the lab
+    /// budget by the ratio of budgets.
+    fn shrink(&self, lab: &toml::Table) -> Result<Recipe> {
+        let base = toml::Table::try_from(self)?;
+        let mut merged = base.clone();
+        for (k, v) in lab {
+            if !base.contains_key(k) {
+                bail!("lab.{k}: not a recipe key");
+            }
+            let mut one = base.clone();
+            one.insert(k.clone(), v.clone());
+            if let Err(e) = Recipe::deserialize(toml::Value::Table(one)) {
+                bail!("lab.{k}: {}", e.to_string().trim());
+            }
+            merged.insert(k.clone(), v.clone());
+        }
+        let mut out = Recipe::deserialize(toml::Value::Table(merged))?;
+        let ratio = out.steps as f64 / self.steps as f64;
+        let map = |s: u64| ((s as f64 * ratio).round() as u64).max(u64::from(s > 0));
+        out.warmup_steps = map(self.warmup_steps);
+        Ok(out)
+    }
+
+    /// Micro-batches each rank runs per optimizer step.
+    pub fn grad_accum(&self, ranks: usize) -> Result<usize> {
+        let per_micro = self.batch_rows * self.seq_len * ranks;
+        if per_micro == 0 || self.batch_tokens % per_micro != 0 {
+            bail!(
+                "recipe.batch_tokens = {} is not a multiple of batch_rows x seq_len x ranks = {} x {} x {ranks}",
+                self.batch_tokens,
+                self.batch_rows,
+                self.seq_len
+            );
+        }
+        Ok(self.batch_tokens / per_micro)
+    }
+
+    pub fn head_dim(&self) -> usize {
+        self.n_embd / self.n_head
+    }
+
+    fn validate(&self) -> Result<()> {
+        let checks: [(bool, &str); 10] = [
+            (
+                self.n_embd % self.n_head == 0,
+                "n_embd must be a multiple of n_head",
+            ),
+            (
+                self.padded_vocab_size >= self.vocab_size,
+                "padded_vocab_size must be >= vocab_size",
+            ),
+            (
+                self.seq_len <= self.max_seq_len,
+                "seq_len must be <= max_seq_len",
+            ),
+            (self.steps > 0, "steps must be positive"),
+            (
+                self.warmup_steps <= self.steps,
+                "warmup_steps must be <= steps",
+            ),
+            (self.lr > 0.0 && self.lr.is_finite(), "lr must be positive"),
+            (
+                (0.0..1.0).contains(&self.beta1) && (0.0..1.0).contains(&self.beta2),
+                "betas must be in [0, 1)",
+            ),
+            (
+                (0.0..=1.0).contains(&self.min_lr_frac),
+                "min_lr_frac must be in [0, 1]",
+            ),
+            (self.val_every > 0, "val_every must be positive"),
+            (
+                matches!(self.tokenizer.as_str(), "gpt2" | "byte"),
+                "tokenizer must be \"gpt2\" or \"byte\"",
+            ),
+        ];
+        for (ok, msg) in checks {
+            if !ok {
+                bail!("recipe: {msg}");
+            }
+        }
+        if self.val_tokens < self.batch_rows * self.seq_len {
+            bail!("recipe: val_tokens must cover at least one batch of batch_rows x seq_len");
+        }
+        Ok(())
+    }
+}
