@@ -4,11 +4,15 @@
 //! - `model`: the GPT, one file per technique.
 //! - `optim`: AdamW and the schedules.
 //! - `data`: batches from FineWeb-format shards.
+//! - `dist`: data-parallel ranks: the rank environment and collectives.
+//! - `shim`: what tch lacks (flash attention, fused AdamW, profiler, c10d), via a C++ shim.
 //! - `train`: the loop, timing and validation; `runlog`: what a run writes.
 pub mod data;
 pub mod device;
+pub mod dist;
 pub mod model;
 pub mod optim;
 pub mod recipe;
 pub mod runlog;
+pub mod shim;
 pub mod train;

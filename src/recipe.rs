@@ -77,7 +77,10 @@ impl Recipe {
 
     /// Errors carry the manifest's line and column (toml's spans) or name `lab.<key>`.
     pub fn from_manifest_str(text: &str, scale: Scale, steps: Option<u64>) -> Result<Recipe> {
-        let view: ManifestView = toml::from_str(text)?;
+        let view: ManifestView = toml::from_str(text).map_err(|e| {
+            let line = e.span().map_or(0, |s| text[..s.start].matches('\n').count() + 1);
+            anyhow::anyhow!("line {line}: {}", e.message().trim())
+        })?;
         let mut overrides = match scale {
             Scale::Full => toml::Table::new(),
             Scale::Lab => view.lab,

@@ -95,8 +95,10 @@ impl Manifest {
     pub fn load(path: &Path) -> Result<Manifest> {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let mut m: Manifest =
-            toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e))?;
+        let mut m: Manifest = toml::from_str(&text).map_err(|e| {
+            let line = e.span().map_or(0, |s| text[..s.start].matches('\n').count() + 1);
+            anyhow::anyhow!("{}: line {line}: {}", path.display(), e.message().trim())
+        })?;
         m.path = path.to_path_buf();
         m.validate()?;
         Ok(m)
@@ -128,7 +130,7 @@ impl Manifest {
                 expected_parent
             );
         }
-        if !(r.official_time_s > 0.0) || r.steps == 0 {
+        if r.official_time_s.is_nan() || r.official_time_s <= 0.0 || r.steps == 0 {
             bail!("{p}: record.official_time_s and record.steps must be positive");
         }
         if self

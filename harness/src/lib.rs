@@ -3,6 +3,7 @@
 pub mod catalog;
 pub mod diff;
 pub mod download;
+pub mod launch;
 pub mod paths;
 pub mod replay;
 pub mod review;

@@ -38,3 +38,8 @@ pub fn results_dir(root: &Path) -> PathBuf {
 pub fn venv_dir(root: &Path) -> PathBuf {
     root.join(".venv")
 }
+
+/// Cargo's target dir: `CARGO_TARGET_DIR` if set, else `<root>/target`.
+pub fn cargo_target_dir(root: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from)
+}

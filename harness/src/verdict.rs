@@ -91,6 +91,8 @@ pub struct Verdict {
     /// Why `reached` is what it is, in one line.
     pub reason: String,
     pub baseline: Option<BaselineDelta>,
+    /// Our runs were lab scale, so their times are not comparable with the official time.
+    pub lab_scale: bool,
 }
 
 impl Verdict {
@@ -131,7 +133,14 @@ impl Verdict {
             reached,
             reason,
             baseline: None,
+            lab_scale: false,
         })
+    }
+
+    /// Marks our runs as lab scale: the official time is then shown only as context.
+    pub fn at_lab_scale(mut self) -> Verdict {
+        self.lab_scale = true;
+        self
     }
 
     /// Adds the comparison with `baseline`: the parent record's runs, re-timed on this machine.
@@ -194,6 +203,9 @@ impl Verdict {
             self.official_time_s
         );
         match &self.time_s {
+            _ if self.lab_scale => {
+                o.push_str(" at full scale, for context; a lab-scale time is not comparable\n");
+            }
             Some(t) if self.official_time_s > 0.0 => {
                 let _ = writeln!(
                     o,

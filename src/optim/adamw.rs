@@ -117,7 +117,7 @@ mod tests {
                 .copy_(&Tensor::from_slice(&[-4.0f32]))
         });
         opt.step(&params, 0.02, 0.5);
-        let (g1, g2) = (2.0, -2.0); // effective gradients of step 1 and 2
+        let (g1, g2) = (2.0f64, -2.0f64); // effective gradients of step 1 and 2
         let m = 0.9 * (0.1 * g1) + 0.1 * g2;
         let v = 0.95 * (0.05 * g1 * g1) + 0.05 * g2 * g2;
         let (mh, vh) = (m / (1.0 - 0.81), v / (1.0 - 0.9025));

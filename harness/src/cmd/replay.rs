@@ -4,7 +4,7 @@ use corpus::tokenizer::Tokenizer;
 use indicatif::{ProgressBar, ProgressStyle};
 use records::catalog::{Catalog, TARGET_VAL_LOSS};
 use records::replay::{build_trainer, ensure_default_corpus, run_trainer, PendingResults};
-use records::{paths, runlog, verdict::Verdict};
+use records::{paths, runlog, series, verdict::Verdict};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -28,6 +28,13 @@ pub struct Args {
     /// Override the recipe's seed.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Run the newest trainer (src/ as it is) with this record's recipe, instead of the
+    /// record's own tree; both must give the same losses.
+    #[arg(long)]
+    pub head: bool,
+    /// Where results go [default: <repo>/results].
+    #[arg(long)]
+    pub results: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, PartialEq, clap::ValueEnum)]
@@ -56,11 +63,16 @@ pub fn run(args: Args) -> Result<()> {
         .steps
         .unwrap_or(if lab { lab_budget(m)? } else { m.record.steps });
 
-    eprintln!("records: building the trainer of #{} ...", args.record);
-    let tree = root.clone();
-    let bin = build_trainer(&root, &tree, &root.join("target"), false)?;
+    let (tree, label) = if args.head {
+        (root.clone(), format!("{scale}-head"))
+    } else {
+        (series::materialize(&root, args.record)?, scale.to_string())
+    };
+    eprintln!("records: building the trainer in {} ...", tree.display());
+    let bin = build_trainer(&root, &tree, &paths::cargo_target_dir(&root), false)?;
 
-    let pending = PendingResults::new(&root, args.record, scale)?;
+    let results = args.results.clone().unwrap_or_else(|| paths::results_dir(&root));
+    let pending = PendingResults::new(&results, args.record, &label)?;
     let mut logs = Vec::new();
     for i in 0..args.runs {
         let out = pending.dir().join(format!("run-{}", i + 1));
@@ -96,7 +108,10 @@ pub fn run(args: Args) -> Result<()> {
         logs.push(runlog::parse_file(&out.join("train.log"))?);
     }
 
-    let verdict = Verdict::new(&logs, target, m.record.official_time_s, steps)?;
+    let mut verdict = Verdict::new(&logs, target, m.record.official_time_s, steps)?;
+    if lab {
+        verdict = verdict.at_lab_scale();
+    }
     println!(
         "\n#{} {} ({scale} scale; target {target})",
         m.record.number, m.record.title
@@ -136,7 +151,11 @@ fn watch(cmd: Command, steps: u64) -> Result<()> {
     let result = run_trainer(cmd, |line| {
         let Some(step) = parse_step(line) else { return };
         if line.contains("val_loss:") {
-            bar.println(line);
+            if bar.is_hidden() {
+                println!("{line}");
+            } else {
+                bar.println(line);
+            }
         } else {
             bar.set_position(step);
             bar.set_message(

@@ -6,7 +6,7 @@
 pub mod apply;
 pub mod capture;
 pub mod check;
-mod date;
+pub mod date;
 pub mod export;
 pub mod mailbox;
 pub mod patch;
@@ -79,9 +79,10 @@ pub fn tree_dir(root: &Path, record: u32) -> PathBuf {
         .join(format!("{record:02}"))
 }
 
-/// The cargo target dir every materialized tree builds into, so dependencies build once.
+/// The cargo target dir every materialized tree builds into: the checkout's own, so libtorch's
+/// bindings and every other dependency build once for all records.
 pub fn build_dir(root: &Path) -> PathBuf {
-    root.join("target").join("records").join("build")
+    crate::paths::cargo_target_dir(root)
 }
 
 impl Series {

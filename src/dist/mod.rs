@@ -1,0 +1,103 @@
+//! Data-parallel ranks: who this process is ([`RankEnv`]) and how ranks exchange tensors
+//! ([`Collectives`]).
+//!
+//! ```text
+//! let env = dist::RankEnv::from_env()?;           // torchrun, Slurm, or a single process
+//! let mut coll = dist::init(&env, device)?;       // Single, Tcp (CPU) or NCCL (CUDA)
+//! coll.all_reduce(&mut grads, dist::Op::Avg)?;    // every rank now holds the mean gradient
+//! ```
+//!
+//! Backends: [`single::Single`] for world size 1, [`tcp::Tcp`] for CPU ranks (exact: rank 0 sums
+//! in rank order), and NCCL through the C++ shim for CUDA ranks (the marked spot in [`init`]).
+pub mod env;
+pub mod single;
+pub mod tcp;
+
+pub use env::{EnvError, RankEnv, Source};
+
+use tch::{Device, TchError, Tensor};
+use thiserror::Error;
+
+/// How an all-reduce or reduce-scatter combines the ranks' tensors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Sum,
+    /// Sum, then divide by the world size (floating-point tensors only).
+    Avg,
+}
+
+/// Collective operations over all ranks. Every rank must call the same operations in the same
+/// order with tensors of the same shapes and dtypes; the backends check this where they can.
+/// After an error the backend is unusable and every later call fails with the first error.
+pub trait Collectives: Send {
+    fn rank(&self) -> usize;
+    fn world(&self) -> usize;
+    /// `"single"`, `"tcp"` or `"nccl"`, for the run log.
+    fn backend(&self) -> &'static str;
+    /// Reduces every tensor in place across ranks. The list travels as one flat buffer, so pass
+    /// all gradients in one call; all tensors must share one dtype.
+    fn all_reduce(&mut self, tensors: &mut [Tensor], op: Op) -> Result<(), DistError>;
+    /// Copies `root`'s tensor into every rank's `tensor`.
+    fn broadcast(&mut self, tensor: &mut Tensor, root: usize) -> Result<(), DistError>;
+    /// Returns once every rank has called it.
+    fn barrier(&mut self) -> Result<(), DistError>;
+    /// Reduces `input` (`world * output.numel()` elements, viewed flat) across ranks and leaves
+    /// chunk `rank` of the result in `output`: torch's `reduce_scatter_tensor`.
+    fn reduce_scatter(
+        &mut self,
+        output: &mut Tensor,
+        input: &Tensor,
+        op: Op,
+    ) -> Result<(), DistError>;
+    /// Concatenates every rank's `input` in rank order into `output` (`world * input.numel()`
+    /// elements, viewed flat): torch's `all_gather_into_tensor`.
+    fn all_gather(&mut self, output: &mut Tensor, input: &Tensor) -> Result<(), DistError>;
+}
+
+/// Why a collective or the rendezvous failed.
+#[derive(Debug, Error)]
+pub enum DistError {
+    #[error(transparent)]
+    Env(#[from] EnvError),
+    /// A named peer died, hung or disagreed; `what` completes "rank N ...".
+    #[error("rank {rank} {what}")]
+    Peer { rank: usize, what: String },
+    /// Rank 0 saw a failure and told this rank.
+    #[error("{0} (reported by rank 0)")]
+    Relayed(String),
+    #[error("rank 0 cannot listen on {addr}: {why}")]
+    Listen { addr: String, why: String },
+    #[error("rank {rank} cannot reach rank 0 at {addr}: {why}")]
+    Connect {
+        rank: usize,
+        addr: String,
+        why: String,
+    },
+    /// The caller passed tensors that do not fit the operation.
+    #[error("{0}")]
+    Usage(String),
+    #[error("an earlier collective failed: {0}")]
+    Poisoned(String),
+    #[error("tensor operation inside a collective failed: {0}")]
+    Tensor(#[from] TchError),
+}
+
+/// Picks the backend for `env` and `device`, and joins the other ranks (blocking until all have
+/// joined or `env.timeout` passes).
+pub fn init(env: &RankEnv, device: Device) -> Result<Box<dyn Collectives>, DistError> {
+    if env.world == 1 {
+        return Ok(Box::new(single::Single));
+    }
+    match device {
+        Device::Cpu => Ok(Box::new(tcp::Tcp::connect(env)?)),
+        // NCCL goes here: c10d ProcessGroupNCCL + TCPStore from `src/shim` (store client when
+        // `env.agent_store`, else rank 0 hosts it on MASTER_PORT). Until that is wired, CUDA
+        // ranks use the TCP backend, which stages tensors through host memory: correct, slow.
+        #[cfg(feature = "cuda")]
+        _ => Ok(Box::new(tcp::Tcp::connect(env)?)),
+        #[cfg(not(feature = "cuda"))]
+        other => Err(DistError::Usage(format!(
+            "{other:?} ranks need NCCL, which needs the trainer built with --features cuda"
+        ))),
+    }
+}
