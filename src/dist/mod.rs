@@ -8,14 +8,17 @@
 //! ```
 //!
 //! Backends: [`single::Single`] for world size 1, [`tcp::Tcp`] for CPU ranks (exact: rank 0 sums
-//! in rank order), and NCCL through the C++ shim for CUDA ranks (the marked spot in [`init`]).
+//! in rank order), and `nccl::Nccl` (`--features cuda`: c10d ProcessGroupNCCL through the shim)
+//! for CUDA ranks.
 pub mod env;
+#[cfg(feature = "cuda")]
+pub mod nccl;
 pub mod single;
 pub mod tcp;
 
 pub use env::{EnvError, RankEnv, Source};
 
-use tch::{Device, TchError, Tensor};
+use tch::{Device, Kind, TchError, Tensor};
 use thiserror::Error;
 
 /// How an all-reduce or reduce-scatter combines the ranks' tensors.
@@ -78,26 +81,63 @@ pub enum DistError {
     Usage(String),
     #[error("an earlier collective failed: {0}")]
     Poisoned(String),
+    /// The NCCL process group or its store failed (libtorch's message).
+    #[error("{0}")]
+    Nccl(String),
     #[error("tensor operation inside a collective failed: {0}")]
     Tensor(#[from] TchError),
 }
 
-/// Picks the backend for `env` and `device`, and joins the other ranks (blocking until all have
-/// joined or `env.timeout` passes).
+/// Picks the backend for `env` and `device` (world size 1: `Single`; CPU: `Tcp`; CUDA: `Nccl`)
+/// and joins the other ranks, blocking until all have joined or `env.timeout` passes.
 pub fn init(env: &RankEnv, device: Device) -> Result<Box<dyn Collectives>, DistError> {
     if env.world == 1 {
         return Ok(Box::new(single::Single));
     }
     match device {
         Device::Cpu => Ok(Box::new(tcp::Tcp::connect(env)?)),
-        // NCCL goes here: c10d ProcessGroupNCCL + TCPStore from `src/shim` (store client when
-        // `env.agent_store`, else rank 0 hosts it on MASTER_PORT). Until that is wired, CUDA
-        // ranks use the TCP backend, which stages tensors through host memory: correct, slow.
         #[cfg(feature = "cuda")]
-        _ => Ok(Box::new(tcp::Tcp::connect(env)?)),
-        #[cfg(not(feature = "cuda"))]
+        Device::Cuda(i) => Ok(Box::new(nccl::Nccl::connect(env, i)?)),
         other => Err(DistError::Usage(format!(
-            "{other:?} ranks need NCCL, which needs the trainer built with --features cuda"
+            "no collectives for {other:?} ranks (CUDA ranks need NCCL: build with --features cuda)"
         ))),
     }
+}
+
+/// Checks that `big` holds `world` times `small`'s elements and that the dtypes agree; returns
+/// the dtype. The names say which of the caller's tensors is which.
+pub(crate) fn check_sizes(
+    what: &str,
+    (big, big_name): (&Tensor, &str),
+    (small, small_name): (&Tensor, &str),
+    world: usize,
+) -> Result<Kind, DistError> {
+    let (nb, ns) = (big.numel(), small.numel());
+    if nb != ns * world {
+        return Err(DistError::Usage(format!(
+            "{what}: {big_name} has {nb} elements, {small_name} has {ns}; with {world} ranks the \
+             {big_name} needs {}",
+            ns * world
+        )));
+    }
+    let (kb, ks) = (big.f_kind()?, small.f_kind()?);
+    if kb != ks {
+        return Err(DistError::Usage(format!(
+            "{what}: {big_name} is {kb:?} but {small_name} is {ks:?}"
+        )));
+    }
+    Ok(kb)
+}
+
+pub(crate) fn check_op(kind: Kind, op: Op) -> Result<(), DistError> {
+    let float = matches!(
+        kind,
+        Kind::Half | Kind::Float | Kind::Double | Kind::BFloat16
+    );
+    if op == Op::Avg && !float {
+        return Err(DistError::Usage(format!(
+            "Op::Avg needs floating-point tensors, got {kind:?}; use Op::Sum"
+        )));
+    }
+    Ok(())
 }

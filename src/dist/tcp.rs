@@ -11,7 +11,7 @@
 //! others). A peer whose process dies closes its socket, which the others see at once; rank 0
 //! then relays the failure to every rank and all of them return an error naming the rank that
 //! failed. A peer that hangs is named the same way once rank 0's timeout passes.
-use super::{Collectives, DistError, Op, RankEnv};
+use super::{check_op, check_sizes, Collectives, DistError, Op, RankEnv};
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::ToSocketAddrs;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -378,44 +378,6 @@ impl Collectives for Tcp {
             write_into(output, &full, kind)
         })
     }
-}
-
-/// Checks that `big` holds `world` times `small`'s elements and that the dtypes agree; returns
-/// the dtype. The names say which of the caller's tensors is which.
-fn check_sizes(
-    what: &str,
-    (big, big_name): (&Tensor, &str),
-    (small, small_name): (&Tensor, &str),
-    world: usize,
-) -> Result<Kind, DistError> {
-    let (nb, ns) = (big.numel(), small.numel());
-    if nb != ns * world {
-        return Err(DistError::Usage(format!(
-            "{what}: {big_name} has {nb} elements, {small_name} has {ns}; with {world} ranks the \
-             {big_name} needs {}",
-            ns * world
-        )));
-    }
-    let (kb, ks) = (big.f_kind()?, small.f_kind()?);
-    if kb != ks {
-        return Err(DistError::Usage(format!(
-            "{what}: {big_name} is {kb:?} but {small_name} is {ks:?}"
-        )));
-    }
-    Ok(kb)
-}
-
-fn check_op(kind: Kind, op: Op) -> Result<(), DistError> {
-    let float = matches!(
-        kind,
-        Kind::Half | Kind::Float | Kind::Double | Kind::BFloat16
-    );
-    if op == Op::Avg && !float {
-        return Err(DistError::Usage(format!(
-            "Op::Avg needs floating-point tensors, got {kind:?}; use Op::Sum"
-        )));
-    }
-    Ok(())
 }
 
 /// The tensor's elements as bytes, on the CPU, contiguous.

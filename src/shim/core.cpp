@@ -167,8 +167,8 @@ int tshim_fused_adamw(const ctensor* params, const ctensor* grads, const ctensor
   })
 }
 
-// Flush-to-zero/denormals-are-zero for this thread and torch's intra-op pool; false when the
-// CPU does not support it.
+// Flush-to-zero/denormals-are-zero (MXCSR) for the calling thread and the threads it starts
+// later; returns false when the CPU does not support it.
 int tshim_set_flush_denormal(int on) { return at::globalContext().setFlushDenormal(on != 0); }
 
 // The caching allocator's aggregate byte counts of the accelerator device:
@@ -267,6 +267,7 @@ int tshim_store_prefix(void* store, const char* prefix, void** out) {
   SHIM_TRY(*out = new StoreHandle(c10::make_intrusive<c10d::PrefixStore>(prefix, store_of(store))))
 }
 
+// Drops this handle (a server stops with its last handle in the process).
 void tshim_store_free(void* store) { delete static_cast<StoreHandle*>(store); }
 
 // The port of the TCPStore under store.
@@ -278,6 +279,7 @@ int tshim_store_port(void* store, int* port) {
   })
 }
 
+// Sets key to the bytes data[0..len).
 int tshim_store_set(void* store, const char* key, const uint8_t* data, size_t len) {
   SHIM_TRY(store_of(store)->set(key, std::vector<uint8_t>(data, data + len)))
 }

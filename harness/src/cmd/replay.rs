@@ -3,8 +3,8 @@ use anyhow::{Context, Result};
 use corpus::tokenizer::Tokenizer;
 use indicatif::{ProgressBar, ProgressStyle};
 use records::catalog::{Catalog, TARGET_VAL_LOSS};
-use records::replay::{build_trainer, ensure_default_corpus, run_trainer, PendingResults};
-use records::{paths, runlog, series, verdict::Verdict};
+use records::replay::{build_trainer, run_trainer, PendingResults};
+use records::{corpora, paths, runlog, series, verdict::Verdict};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -56,17 +56,22 @@ pub fn run(args: Args) -> Result<()> {
     };
     let data = match (&args.data, lab) {
         (Some(d), _) => d.clone(),
-        (None, true) => ensure_default_corpus(&root, &Tokenizer::byte())?,
-        (None, false) => paths::data_dir(&root).join("fineweb10B"),
+        (None, true) => corpora::ensure_default(&root, &Tokenizer::byte())?.0,
+        (None, false) => records::download::default_dest(&root),
     };
     let steps = args
         .steps
         .unwrap_or(if lab { lab_budget(m)? } else { m.record.steps });
 
-    let (tree, label) = if args.head {
-        (root.clone(), format!("{scale}-head"))
+    // The tree id (a git tree hash of the trainer's files) goes into the log, so a result names
+    // the exact code that produced it.
+    let (tree, tree_id, label) = if args.head {
+        let id = series::tree::worktree_tree(&series::apply::scratch_repo()?, &root)?;
+        (root.clone(), id.to_string(), format!("{scale}-head"))
     } else {
-        (series::materialize(&root, args.record)?, scale.to_string())
+        let dir = series::materialize(&root, args.record)?;
+        let id = std::fs::read_to_string(dir.join(series::tree::MARKER))?.trim().to_string();
+        (dir, id, scale.to_string())
     };
     eprintln!("records: building the trainer in {} ...", tree.display());
     let bin = build_trainer(&root, &tree, &paths::cargo_target_dir(&root), false)?;
@@ -89,6 +94,8 @@ pub fn run(args: Args) -> Result<()> {
             &steps.to_string(),
             "--header",
             &format!("run={}/{}", i + 1, args.runs),
+            "--header",
+            &format!("tree={tree_id} ({})", tree.display()),
         ]);
         if let Some(seed) = args
             .seed
