@@ -116,18 +116,24 @@ impl Recipe {
         Ok(out)
     }
 
-    /// Micro-batches each rank runs per optimizer step.
-    pub fn grad_accum(&self, ranks: usize) -> Result<usize> {
-        let per_micro = self.batch_rows * self.seq_len * ranks;
-        if per_micro == 0 || self.batch_tokens % per_micro != 0 {
+    /// Rows per micro-batch and micro-batches per optimizer step for one of `ranks` ranks. Fewer
+    /// ranks than the official run keep its batch by accumulation; more ranks split it into
+    /// smaller micro-batches. Either way a step sees the same `batch_tokens`.
+    pub fn micro_batch(&self, ranks: usize) -> Result<(usize, usize)> {
+        let rows = self.batch_tokens / self.seq_len.max(1);
+        if ranks == 0 || self.batch_tokens % self.seq_len != 0 || rows % ranks != 0 {
             bail!(
-                "recipe.batch_tokens = {} is not a multiple of batch_rows x seq_len x ranks = {} x {} x {ranks}",
+                "recipe.batch_tokens = {} does not split into rows of seq_len = {} over {ranks} ranks",
                 self.batch_tokens,
-                self.batch_rows,
                 self.seq_len
             );
         }
-        Ok(self.batch_tokens / per_micro)
+        let per_rank = rows / ranks;
+        let micro = self.batch_rows.min(per_rank);
+        if micro == 0 || per_rank % micro != 0 {
+            bail!("recipe: {per_rank} rows per rank is not a multiple of batch_rows = {}", self.batch_rows);
+        }
+        Ok((micro, per_rank / micro))
     }
 
     pub fn head_dim(&self) -> usize {

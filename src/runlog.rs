@@ -35,18 +35,19 @@ pub struct Summary {
     pub final_val_loss: f64,
     pub train_time_ms: f64,
     pub step_avg_ms: f64,
-    pub peak_memory_mib: Option<f64>,
+    pub peak_memory_mib: Option<i64>,
 }
 
 pub struct RunLog {
     out: Option<PathBuf>,
     log: Option<File>,
+    print: bool,
     metrics: Vec<Metric>,
 }
 
 impl RunLog {
-    /// Logs to stdout, and into `out/train.log` when `out` is given (rank 0 only).
-    pub fn new(out: Option<&Path>) -> Result<Self> {
+    /// Logs into `out/train.log` when `out` is given, and to stdout when `print` (rank 0).
+    pub fn new(out: Option<&Path>, print: bool) -> Result<Self> {
         let log = match out {
             Some(dir) => {
                 std::fs::create_dir_all(dir)
@@ -59,14 +60,17 @@ impl RunLog {
         Ok(RunLog {
             out: out.map(Path::to_path_buf),
             log,
+            print,
             metrics: Vec::new(),
         })
     }
 
     /// One line, as upstream prints it (print0).
     pub fn line(&mut self, text: &str) -> Result<()> {
-        println!("{text}");
-        std::io::stdout().flush()?;
+        if self.print {
+            println!("{text}");
+            std::io::stdout().flush()?;
+        }
         if let Some(f) = &mut self.log {
             writeln!(f, "{text}")?;
         }

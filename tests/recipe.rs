@@ -45,7 +45,11 @@ fn inconsistent_values_are_rejected() {
     let err = format!("{:#}", Recipe::from_manifest_str(&common::manifest("n_head = 5"), Scale::Lab, None).unwrap_err());
     assert!(err.contains("n_embd must be a multiple of n_head"), "{err}");
     let r = common::lab_recipe("");
-    assert!(r.grad_accum(3).is_err());
-    assert_eq!(r.grad_accum(1).unwrap(), 1);
-    assert_eq!(common::lab_recipe("batch_tokens = 8192").grad_accum(2).unwrap(), 2);
+    assert!(r.micro_batch(3).is_err(), "8 rows do not split over 3 ranks");
+    assert_eq!(r.micro_batch(1).unwrap(), (8, 1));
+    assert_eq!(r.micro_batch(2).unwrap(), (4, 1), "more ranks: smaller micro-batches");
+    assert_eq!(common::lab_recipe("batch_tokens = 8192").micro_batch(2).unwrap(), (8, 2));
+    let full = Recipe::from_manifest_str(&common::manifest(""), Scale::Full, None).unwrap();
+    assert_eq!(full.micro_batch(8).unwrap(), (64, 1), "the official run: 8 ranks x 64 rows");
+    assert_eq!(full.micro_batch(1).unwrap(), (64, 8), "one GPU accumulates 8 micro-batches");
 }

@@ -34,6 +34,7 @@ fn short_run_approaches_the_entropy_rate() {
         val_files: vec![val_file],
         out: Some(out.clone()),
         target: Target::pick(true, 0),
+        ranks: trainer::dist::RankEnv::single(),
         header: vec![],
     };
     let loss = run(&cfg).unwrap();

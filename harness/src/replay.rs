@@ -1,9 +1,8 @@
 //! Replaying a record: the data it needs, building its trainer, running the ranks, results.
 use crate::paths;
 use anyhow::{bail, Context, Result};
-use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// Builds the `train` binary of the tree at `tree` (release, shared target dir, so a second
 /// build of the same tree does nothing). Cargo's own progress goes to stderr.
@@ -39,39 +38,6 @@ pub fn build_trainer(root: &Path, tree: &Path, target_dir: &Path, cuda: bool) ->
         );
     }
     Ok(target_dir.join("release").join("train"))
-}
-
-/// Runs one trainer process, calling `on_line` for each stdout line; the error names the exit
-/// status and the last lines of stderr.
-pub fn run_trainer(mut cmd: Command, mut on_line: impl FnMut(&str)) -> Result<()> {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("starting the trainer")?;
-    let stderr = child.stderr.take().context("trainer stderr")?;
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = BufReader::new(stderr).read_to_string(&mut s);
-        s
-    });
-    for line in BufReader::new(child.stdout.take().context("trainer stdout")?).lines() {
-        on_line(&line?);
-    }
-    let status = child.wait()?;
-    let stderr = err_reader.join().unwrap_or_default();
-    if !status.success() {
-        let tail: Vec<&str> = stderr
-            .lines()
-            .rev()
-            .take(12)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        bail!("the trainer exited with {status}:\n{}", tail.join("\n"));
-    }
-    Ok(())
 }
 
 /// A results folder written in a temp folder and renamed into place when complete, so

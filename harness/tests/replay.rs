@@ -1,8 +1,10 @@
 //! `records replay` end to end: the real CLI materializes record #1's tree, builds its trainer
 //! with cargo, trains a few lab-scale steps on the default corpus and writes results. `--head`
-//! (the newest trainer with #1's recipe) must give exactly the same losses as #1's own tree.
+//! (the newest trainer with #1's recipe) must give exactly the same losses as #1's own tree, and
+//! two CPU ranks the same losses as one. A rank killed mid-run ends the job, naming the rank.
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
@@ -33,11 +35,67 @@ fn replay(results: &Path, extra: &[&str]) -> Vec<String> {
 }
 
 #[test]
-fn lab_replay_of_record_1_tree_and_head_agree() {
-    let tree = tempfile::tempdir().unwrap();
-    let head = tempfile::tempdir().unwrap();
+fn lab_replay_of_record_1_tree_and_head_and_two_ranks_agree() {
+    let (tree, head, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let a = replay(tree.path(), &[]);
     let b = replay(head.path(), &["--head"]);
     assert_eq!(a.len(), 5, "val at 0, 3 train steps, val at 3: {a:?}");
     assert_eq!(a, b, "record #1's tree and the newest trainer disagree");
+    // Two ranks average their halves of each batch: the same losses up to fp32 rounding.
+    let c = replay(two.path(), &["--ranks", "2"]);
+    assert_eq!(a.len(), c.len());
+    for (x, y) in a.iter().zip(&c) {
+        let (lx, ly) = (loss_of(x), loss_of(y));
+        assert!((lx - ly).abs() <= 2e-4, "1 rank: {x}, 2 ranks: {y}");
+    }
+}
+
+fn loss_of(line: &str) -> f64 {
+    line.split_whitespace().find_map(|w| w.split_once("loss:")).unwrap().1.parse().unwrap()
+}
+
+/// Children of `parent` whose environment holds `RANK=<rank>`.
+fn rank_pid(parent: u32, rank: usize) -> Option<u32> {
+    let want = format!("RANK={rank}");
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let ppid: u32 = stat.rsplit(')').next()?.split_whitespace().nth(1)?.parse().ok()?;
+        let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+        let has = env.split(|&b| b == 0).any(|v| v == want.as_bytes());
+        (ppid == parent && has).then_some(pid)
+    })
+}
+
+#[test]
+fn a_killed_rank_ends_the_job_naming_it() {
+    let results = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_records"))
+        .args(["replay", "1", "--ranks", "2", "--steps", "500", "--results"])
+        .arg(results.path())
+        .env("RECORDS_ROOT", repo())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the ranks to start (the first build may take a while), then kill rank 1.
+    let start = Instant::now();
+    let victim = loop {
+        if let Some(pid) = rank_pid(child.id(), 1) {
+            break pid;
+        }
+        assert!(start.elapsed() < Duration::from_secs(600), "rank 1 never started");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    let killed = Instant::now();
+    Command::new("kill").args(["-9", &victim.to_string()]).status().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let waited = killed.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the job must fail: {stderr}");
+    assert!(waited < Duration::from_secs(20), "took {waited:?} to notice the dead rank");
+    assert!(stderr.contains("rank 1") && stderr.contains("SIGKILL"), "{stderr}");
+    assert!(rank_pid(child.id(), 0).is_none(), "rank 0 was left running");
+    assert!(std::fs::read_dir(results.path().join("01")).map_or(true, |mut d| d.next().is_none()), "a failed replay leaves no results");
 }

@@ -6,6 +6,7 @@ use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use trainer::device::Target;
+use trainer::dist::RankEnv;
 use trainer::recipe::{Recipe, Scale};
 use trainer::train::{run, RunConfig};
 
@@ -51,17 +52,26 @@ fn parse_kv(s: &str) -> Result<(String, String), String> {
 }
 
 fn main() -> ExitCode {
-    match main_inner() {
+    let args = Args::parse();
+    // torchrun's or Slurm's variables, else a single process.
+    let ranks = match RankEnv::from_env() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("train: error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let rank = ranks.rank;
+    match main_inner(args, ranks) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("train: error: {e:#}");
+            eprintln!("train (rank {rank}): error: {e:#}");
             ExitCode::FAILURE
         }
     }
 }
 
-fn main_inner() -> Result<()> {
-    let args = Args::parse();
+fn main_inner(args: Args, ranks: RankEnv) -> Result<()> {
     let scale = match args.scale {
         ScaleArg::Full => Scale::Full,
         ScaleArg::Lab => Scale::Lab,
@@ -70,7 +80,7 @@ fn main_inner() -> Result<()> {
     if let Some(seed) = args.seed {
         recipe.seed = seed;
     }
-    let target = Target::pick(args.cpu, 0);
+    let target = Target::pick(args.cpu, ranks.local_rank);
     let train_files =
         corpus::shard::shard_files(&args.data, "train").context("finding train shards")?;
     let val_files = corpus::shard::shard_files(&args.data, "val").context("finding val shards")?;
@@ -86,6 +96,7 @@ fn main_inner() -> Result<()> {
         ),
         ("scale".to_string(), format!("{scale:?}").to_lowercase()),
         ("device".to_string(), target.describe()),
+        ("ranks".to_string(), ranks.world.to_string()),
         ("libtorch".to_string(), "2.11.0 (tch 0.24)".to_string()),
         ("data".to_string(), args.data.display().to_string()),
     ];
@@ -99,6 +110,7 @@ fn main_inner() -> Result<()> {
         val_files,
         out: args.out,
         target,
+        ranks,
         header,
     };
     run(&cfg)?;
