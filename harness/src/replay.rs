@@ -69,6 +69,15 @@ impl PendingResults {
     pub fn commit(self) -> Result<PathBuf> {
         std::fs::rename(&self.tmp, &self.dest)
             .with_context(|| format!("moving results into {}", self.dest.display()))?;
-        Ok(self.dest)
+        Ok(self.dest.clone())
+    }
+}
+
+/// A replay that fails leaves nothing half-written under results/.
+impl Drop for PendingResults {
+    fn drop(&mut self) {
+        if self.tmp.exists() {
+            let _ = std::fs::remove_dir_all(&self.tmp);
+        }
     }
 }
