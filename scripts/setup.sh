@@ -50,6 +50,8 @@ if [ $WANT_CUDA = 1 ]; then
     nvidia-cudnn-cu13==9.19.0.56 nvidia-cusparselt-cu13==0.8.0 nvidia-nccl-cu13==2.28.9 \
     nvidia-nvshmem-cu13==3.4.5 "nvidia-cuda-crt==13.0.*" "nvidia-cuda-cccl==13.0.*" \
     || die "pip install of the CUDA wheels failed (see the pip output above)"
+  # torch's own Python dependencies, so `torchrun --no-python` can launch the trainer.
+  pip_install typing-extensions filelock sympy mpmath networkx jinja2 markupsafe fsspec "setuptools<82"
 fi
 
 TORCH_DIR=$("$VENV/bin/python" - <<'PY'

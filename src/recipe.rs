@@ -78,7 +78,9 @@ impl Recipe {
     /// Errors carry the manifest's line and column (toml's spans) or name `lab.<key>`.
     pub fn from_manifest_str(text: &str, scale: Scale, steps: Option<u64>) -> Result<Recipe> {
         let view: ManifestView = toml::from_str(text).map_err(|e| {
-            let line = e.span().map_or(0, |s| text[..s.start].matches('\n').count() + 1);
+            let line = e
+                .span()
+                .map_or(0, |s| text[..s.start].matches('\n').count() + 1);
             anyhow::anyhow!("line {line}: {}", e.message().trim())
         })?;
         let mut overrides = match scale {
@@ -111,8 +113,7 @@ impl Recipe {
         }
         let mut out = Recipe::deserialize(toml::Value::Table(merged))?;
         let ratio = out.steps as f64 / self.steps as f64;
-        let map = |s: u64| ((s as f64 * ratio).round() as u64).max(u64::from(s > 0));
-        out.warmup_steps = map(self.warmup_steps);
+        out.warmup_steps = map_steps(self.warmup_steps, ratio);
         Ok(out)
     }
 
@@ -121,7 +122,7 @@ impl Recipe {
     /// smaller micro-batches. Either way a step sees the same `batch_tokens`.
     pub fn micro_batch(&self, ranks: usize) -> Result<(usize, usize)> {
         let rows = self.batch_tokens / self.seq_len.max(1);
-        if ranks == 0 || self.batch_tokens % self.seq_len != 0 || rows % ranks != 0 {
+        if ranks == 0 || !self.batch_tokens.is_multiple_of(self.seq_len) || !rows.is_multiple_of(ranks) {
             bail!(
                 "recipe.batch_tokens = {} does not split into rows of seq_len = {} over {ranks} ranks",
                 self.batch_tokens,
@@ -130,20 +131,19 @@ impl Recipe {
         }
         let per_rank = rows / ranks;
         let micro = self.batch_rows.min(per_rank);
-        if micro == 0 || per_rank % micro != 0 {
-            bail!("recipe: {per_rank} rows per rank is not a multiple of batch_rows = {}", self.batch_rows);
+        if micro == 0 || !per_rank.is_multiple_of(micro) {
+            bail!(
+                "recipe: {per_rank} rows per rank is not a multiple of batch_rows = {}",
+                self.batch_rows
+            );
         }
         Ok((micro, per_rank / micro))
-    }
-
-    pub fn head_dim(&self) -> usize {
-        self.n_embd / self.n_head
     }
 
     fn validate(&self) -> Result<()> {
         let checks: [(bool, &str); 10] = [
             (
-                self.n_embd % self.n_head == 0,
+                self.n_embd.is_multiple_of(self.n_head),
                 "n_embd must be a multiple of n_head",
             ),
             (
@@ -184,4 +184,9 @@ impl Recipe {
         }
         Ok(())
     }
+}
+
+/// A step count on another budget: rounded, and never mapped to 0 unless it was 0.
+fn map_steps(steps: u64, ratio: f64) -> u64 {
+    ((steps as f64 * ratio).round() as u64).max(u64::from(steps > 0))
 }

@@ -96,7 +96,9 @@ impl Manifest {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let mut m: Manifest = toml::from_str(&text).map_err(|e| {
-            let line = e.span().map_or(0, |s| text[..s.start].matches('\n').count() + 1);
+            let line = e
+                .span()
+                .map_or(0, |s| text[..s.start].matches('\n').count() + 1);
             anyhow::anyhow!("{}: line {line}: {}", path.display(), e.message().trim())
         })?;
         m.path = path.to_path_buf();

@@ -51,8 +51,14 @@ impl PendingResults {
     /// `<results>/<NN>/<run id>`, the id being the UTC time of the start (sortable), the
     /// process id and `label`.
     pub fn new(results: &Path, record: u32, label: &str) -> Result<PendingResults> {
-        let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs();
-        let id = format!("{}-{}-{label}", crate::series::date::compact_utc(secs as i64), std::process::id());
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_secs();
+        let id = format!(
+            "{}-{}-{label}",
+            crate::series::date::compact_utc(secs as i64),
+            std::process::id()
+        );
         let dir = results.join(format!("{record:02}"));
         let tmp = dir.join(format!(".tmp-{id}"));
         std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;

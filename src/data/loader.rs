@@ -154,7 +154,7 @@ impl ValLoader {
             );
         }
         let per_batch = rows_per_batch * seq_len * ranks;
-        if val_tokens % per_batch != 0 {
+        if !val_tokens.is_multiple_of(per_batch) {
             bail!("recipe.val_tokens = {val_tokens} is not a multiple of batch_rows x seq_len x ranks = {per_batch}");
         }
         Ok(ValLoader {
@@ -246,8 +246,8 @@ mod tests {
     fn ranks_and_accumulation_see_the_same_rows() {
         let dir = tempfile::tempdir().unwrap();
         let f = shard_with(dir.path(), "t_train_000001.bin", 4001);
-        let mut one = TrainLoader::new(&[f.clone()], 10, 2, 0, 1, 3).unwrap();
-        let mut r0 = TrainLoader::new(&[f.clone()], 10, 2, 0, 2, 3).unwrap();
+        let mut one = TrainLoader::new(std::slice::from_ref(&f), 10, 2, 0, 1, 3).unwrap();
+        let mut r0 = TrainLoader::new(std::slice::from_ref(&f), 10, 2, 0, 2, 3).unwrap();
         let mut r1 = TrainLoader::new(&[f], 10, 2, 1, 2, 3).unwrap();
         for _ in 0..30 {
             let a = rows(&one.next_step(2, Device::Cpu));
@@ -263,13 +263,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = shard_with(dir.path(), "t_val_000000.bin", 200);
         let all: Vec<i64> = rows(
-            &ValLoader::new(&[f.clone()], 160, 10, 2, 0, 1)
+            &ValLoader::new(std::slice::from_ref(&f), 160, 10, 2, 0, 1)
                 .unwrap()
                 .batches(Device::Cpu)
                 .collect::<Vec<_>>(),
         );
         let mut split = rows(
-            &ValLoader::new(&[f.clone()], 160, 10, 2, 0, 2)
+            &ValLoader::new(std::slice::from_ref(&f), 160, 10, 2, 0, 2)
                 .unwrap()
                 .batches(Device::Cpu)
                 .collect::<Vec<_>>(),

@@ -69,14 +69,23 @@ pub fn run(args: Args) -> Result<()> {
     let catalog = Catalog::load(&root)?;
     let m = catalog.get(args.record)?;
     let cuda = args.gpus.is_some();
-    let lab = args.scale.unwrap_or(if cuda { ScaleArg::Full } else { ScaleArg::Lab }) == ScaleArg::Lab;
-    let (scale, target) = if lab { ("lab", catalog.lab_target()?.val_loss) } else { ("full", TARGET_VAL_LOSS) };
+    let lab = args
+        .scale
+        .unwrap_or(if cuda { ScaleArg::Full } else { ScaleArg::Lab })
+        == ScaleArg::Lab;
+    let (scale, target) = if lab {
+        ("lab", catalog.lab_target()?.val_loss)
+    } else {
+        ("full", TARGET_VAL_LOSS)
+    };
     let data = match (&args.data, lab) {
         (Some(d), _) => d.clone(),
         (None, true) => corpora::ensure_default(&root, &Tokenizer::byte())?.0,
         (None, false) => records::download::default_dest(&root),
     };
-    let steps = args.steps.unwrap_or(if lab { lab_budget(m)? } else { m.record.steps });
+    let steps = args
+        .steps
+        .unwrap_or(if lab { lab_budget(m)? } else { m.record.steps });
 
     // The tree id (a git tree hash of the trainer's files) goes into the log, so a result names
     // the exact code that produced it.
@@ -85,7 +94,9 @@ pub fn run(args: Args) -> Result<()> {
         (root.clone(), id.to_string(), format!("{scale}-head"))
     } else {
         let dir = series::materialize(&root, args.record)?;
-        let id = std::fs::read_to_string(dir.join(series::tree::MARKER))?.trim().to_string();
+        let id = std::fs::read_to_string(dir.join(series::tree::MARKER))?
+            .trim()
+            .to_string();
         (dir, id, scale.to_string())
     };
     eprintln!("records: building the trainer in {} ...", tree.display());
@@ -99,20 +110,43 @@ pub fn run(args: Args) -> Result<()> {
         master_port: args.master_port,
         ..LaunchOpts::default()
     };
-    let results = args.results.clone().unwrap_or_else(|| paths::results_dir(&root));
+    let results = args
+        .results
+        .clone()
+        .unwrap_or_else(|| paths::results_dir(&root));
     let pending = PendingResults::new(&results, args.record, &label)?;
     let mut logs = Vec::new();
     for i in 0..args.runs {
         let out = pending.dir().join(format!("run-{}", i + 1));
-        let mut targs: Vec<OsString> = vec!["--manifest".into(), m.path.clone().into(), "--scale".into(), scale.into()];
-        targs.extend(["--data".into(), data.clone().into(), "--out".into(), out.clone().into()]);
+        let mut targs: Vec<OsString> = vec![
+            "--manifest".into(),
+            m.path.clone().into(),
+            "--scale".into(),
+            scale.into(),
+        ];
+        targs.extend([
+            "--data".into(),
+            data.clone().into(),
+            "--out".into(),
+            out.clone().into(),
+        ]);
         targs.extend(["--steps".into(), steps.to_string().into()]);
-        targs.extend(["--header".into(), format!("run={}/{}", i + 1, args.runs).into()]);
-        targs.extend(["--header".into(), format!("tree={tree_id} ({})", tree.display()).into()]);
+        targs.extend([
+            "--header".into(),
+            format!("run={}/{}", i + 1, args.runs).into(),
+        ]);
+        targs.extend([
+            "--header".into(),
+            format!("tree={tree_id} ({})", tree.display()).into(),
+        ]);
         if !cuda {
             targs.push("--cpu".into());
         }
-        if let Some(seed) = args.seed.map(|s| s + u64::from(i)).or((i > 0).then(|| seed_of(m) + u64::from(i))) {
+        if let Some(seed) = args
+            .seed
+            .map(|s| s + u64::from(i))
+            .or((i > 0).then(|| seed_of(m) + u64::from(i)))
+        {
             targs.extend(["--seed".into(), seed.to_string().into()]);
         }
         eprintln!(
@@ -136,7 +170,10 @@ pub fn run(args: Args) -> Result<()> {
     if lab {
         verdict = verdict.at_lab_scale();
     }
-    println!("\n#{} {} ({scale} scale; target {target})", m.record.number, m.record.title);
+    println!(
+        "\n#{} {} ({scale} scale; target {target})",
+        m.record.number, m.record.title
+    );
     print!("{}", verdict.render());
     let json = serde_json::to_string_pretty(&verdict)?;
     std::fs::write(pending.dir().join("verdict.json"), json).context("writing verdict.json")?;
@@ -148,32 +185,49 @@ pub fn run(args: Args) -> Result<()> {
 /// The lab step budget from the manifest's `[lab]` table.
 fn lab_budget(m: &Manifest) -> Result<u64> {
     let steps = m.lab.get("steps").and_then(|v| v.as_integer());
-    let steps = steps.with_context(|| format!("{}: [lab] has no integer `steps`", m.path.display()))?;
+    let steps =
+        steps.with_context(|| format!("{}: [lab] has no integer `steps`", m.path.display()))?;
     Ok(steps as u64)
 }
 
 fn seed_of(m: &Manifest) -> u64 {
-    m.recipe.get("seed").and_then(|v| v.as_integer()).unwrap_or(0) as u64
+    m.recipe
+        .get("seed")
+        .and_then(|v| v.as_integer())
+        .unwrap_or(0) as u64
 }
 
 /// Runs the ranks with a progress bar: rank 0's validation lines are printed as they come, and
 /// every rank's stderr with its rank.
 fn watch(bin: &Path, args: &[OsString], nproc: usize, opts: &LaunchOpts, steps: u64) -> Result<()> {
     let bar = ProgressBar::new(steps);
-    bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} steps  {msg}  [{elapsed} < {eta}]")?);
+    bar.set_style(ProgressStyle::with_template(
+        "{bar:40} {pos}/{len} steps  {msg}  [{elapsed} < {eta}]",
+    )?);
     let quiet_every = (steps / 10).max(1);
-    let print = |text: &str| if bar.is_hidden() { println!("{text}") } else { bar.println(text) };
+    let print = |text: &str| {
+        if bar.is_hidden() {
+            println!("{text}")
+        } else {
+            bar.println(text)
+        }
+    };
     let result = launch(bin, args, nproc, opts, |line| {
         if line.stream == Stream::Stderr {
             print(&format!("[rank {}] {}", line.rank, line.text));
             return;
         }
-        let Some(step) = parse_step(line.text) else { return };
+        let Some(step) = parse_step(line.text) else {
+            return;
+        };
         if line.text.contains("val_loss:") {
             print(line.text);
         } else {
             bar.set_position(step);
-            let loss = line.text.split_whitespace().find(|w| w.starts_with("train_loss:"));
+            let loss = line
+                .text
+                .split_whitespace()
+                .find(|w| w.starts_with("train_loss:"));
             bar.set_message(loss.unwrap_or("").to_string());
             if bar.is_hidden() && step % quiet_every == 0 {
                 println!("{}", line.text);

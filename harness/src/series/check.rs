@@ -81,8 +81,18 @@ pub fn check(root: &Path, build: bool, log: &mut dyn FnMut(&str)) -> Result<Vec<
             tree::write_dir(&repo, trees[&r], &dir)?;
             // Release profile for both: libtorch's bindings (a minutes-long C++ build script)
             // then build once for all trees and for the replays.
-            let action = if r == first || r == newest { "build" } else { "check" };
-            cargo(root, &dir, &[action, "--release", "--all-targets", "-p", "trainer"], r, log)?;
+            let action = if r == first || r == newest {
+                "build"
+            } else {
+                "check"
+            };
+            cargo(
+                root,
+                &dir,
+                &[action, "--release", "--all-targets", "-p", "trainer"],
+                r,
+                log,
+            )?;
         }
     }
     Ok(out)

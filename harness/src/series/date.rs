@@ -30,7 +30,12 @@ pub fn format(seconds: i64, offset_minutes: i32) -> String {
 pub fn compact_utc(seconds: i64) -> String {
     let (y, m, d) = civil_from_days(seconds.div_euclid(86_400));
     let s = seconds.rem_euclid(86_400);
-    format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}", s / 3600, s / 60 % 60, s % 60)
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    )
 }
 
 /// Parses `[Day, ]D Mon YYYY HH:MM[:SS] +ZZZZ`; `None` for anything else.
