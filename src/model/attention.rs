@@ -1,4 +1,5 @@
 //! Dense causal self-attention over each row (GPT-2): no document masking, scale 1/sqrt(head_dim).
+use super::attend::{attend, Pattern};
 use super::params::ParamSet;
 use tch::Tensor;
 
@@ -39,16 +40,8 @@ impl Attention {
             .view([b, t, 3, self.n_head, hd])
             .permute([2, 0, 3, 1, 4]);
         let (q, key, v) = (qkv.get(0), qkv.get(1), qkv.get(2));
-        let y = Tensor::scaled_dot_product_attention(
-            &q,
-            &key,
-            &v,
-            None::<Tensor>,
-            0.0,
-            true,
-            None,
-            false,
-        ); // [B, H, T, D]
+        // [B, H, T, D]
+        let y = attend(&q, &key, &v, &Pattern::default()).expect("dense causal attention");
         let y = y.transpose(1, 2).contiguous().view([b, t, c]);
         y.linear(&self.proj_w.to_kind(k), Some(&self.proj_b.to_kind(k)))
     }

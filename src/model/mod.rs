@@ -1,4 +1,5 @@
 //! The GPT and its parts, one file per technique.
+pub mod attend;
 pub mod attention;
 pub mod gpt;
 pub mod mlp;

@@ -1,0 +1,292 @@
+//! Attention with one API for every record's pattern: causal or not, a sliding window, document
+//! boundaries over the flattened batch.
+//!
+//! Layout: q, k, v are `[B, H, T, D]` (the same shape; self-attention) and so is the result.
+//! Two kernels compute the same function:
+//! - [`Kernel::Flash`]: FlashAttention-2 through the shim (`_flash_attention_forward`), CUDA and
+//!   bf16/fp16 only; varlen when documents are given. It wants `[B, T, H, D]` (dense) or
+//!   `[B*T, H, D]` (varlen), so the inputs are transposed/flattened here and the result back.
+//! - [`Kernel::Sdpa`]: `scaled_dot_product_attention` with an explicit boolean mask (causal ∧
+//!   window ∧ same document), on any device and dtype. Plain dense attention (no window, no
+//!   documents) takes SDPA's own `is_causal` path instead of a mask.
+//!
+//! [`Kernel::Auto`] takes Flash for CUDA half-precision inputs with a window or documents, and
+//! SDPA otherwise. Plain dense causal stays on SDPA even on CUDA: there SDPA picks cuDNN, which
+//! the H200 probe measured faster than the shim's flash kernel (0.59 vs 0.92 ms fwd+bwd at
+//! B8 H6 T2048 D128), and record #1's numbers stay those of its original SDPA call.
+use crate::shim::{self, FlashOptions, Varlen};
+use anyhow::{bail, ensure, Context, Result};
+use tch::{Device, Kind, Tensor};
+
+/// Documents packed into the flattened batch: document `i` spans tokens
+/// `cu_seqlens[i]..cu_seqlens[i + 1]` of the `B*T` tokens taken row after row, so a document may
+/// run on from the end of one row into the next. Tokens attend only within their document.
+#[derive(Debug)]
+pub struct Docs {
+    cu_seqlens: Tensor,
+    bounds: Vec<i64>,
+    max_len: i64,
+}
+
+impl Docs {
+    /// Checks `cu_seqlens` (int32, 1-D, starts at 0, non-decreasing, at least one document) and
+    /// measures its longest document, which flash needs; this reads the tensor to the host once.
+    pub fn new(cu_seqlens: &Tensor) -> Result<Docs> {
+        ensure!(
+            cu_seqlens.kind() == Kind::Int && cu_seqlens.dim() == 1 && cu_seqlens.size()[0] >= 2,
+            "document boundaries must be a 1-D int32 tensor of n_docs + 1 offsets, got {:?} {:?}",
+            cu_seqlens.kind(),
+            cu_seqlens.size()
+        );
+        let bounds: Vec<i64> = Vec::<i32>::try_from(&cu_seqlens.to(Device::Cpu))
+            .context("reading document boundaries")?
+            .into_iter()
+            .map(i64::from)
+            .collect();
+        ensure!(
+            bounds[0] == 0,
+            "document boundaries must start at 0, got {bounds:?}"
+        );
+        if let Some(w) = bounds.windows(2).find(|w| w[1] < w[0]) {
+            bail!(
+                "document boundaries must not decrease, got {} after {}",
+                w[1],
+                w[0]
+            );
+        }
+        let max_len = bounds.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+        Ok(Docs {
+            cu_seqlens: cu_seqlens.shallow_clone(),
+            bounds,
+            max_len,
+        })
+    }
+
+    /// Boundaries from document lengths, as an int32 tensor on `device`.
+    pub fn from_lengths(lengths: &[i64], device: Device) -> Result<Docs> {
+        let mut cu = vec![0i32];
+        for &len in lengths {
+            let end = i64::from(*cu.last().unwrap_or(&0)) + len;
+            cu.push(i32::try_from(end).context("document boundaries overflow int32")?);
+        }
+        Docs::new(&Tensor::from_slice(&cu).to(device))
+    }
+
+    /// Tokens covered: the last boundary (must equal `B*T` of the attention's inputs).
+    pub fn total(&self) -> i64 {
+        *self.bounds.last().unwrap_or(&0)
+    }
+
+    pub fn max_len(&self) -> i64 {
+        self.max_len
+    }
+
+    /// Document index of every token, `[total]` int64 on `device`.
+    fn ids(&self, device: Device) -> Tensor {
+        let ids: Vec<i64> = self
+            .bounds
+            .windows(2)
+            .enumerate()
+            .flat_map(|(d, w)| std::iter::repeat_n(d as i64, (w[1] - w[0]) as usize))
+            .collect();
+        Tensor::from_slice(&ids).to(device)
+    }
+}
+
+/// Which keys each query sees, and the softmax scale.
+#[derive(Debug)]
+pub struct Pattern {
+    /// Query `i` sees no key after position `i`.
+    pub causal: bool,
+    /// Flash's `window_size_left`: query `i` sees keys `j` with `i - j <= window` (so 0 is the
+    /// token itself, 1 adds the one before it); `None` is unbounded. Positions are those within
+    /// the row, or within the flattened batch when documents are given (the same thing inside
+    /// one document).
+    pub window: Option<i64>,
+    /// `None`: each row of `T` tokens is one sequence.
+    pub docs: Option<Docs>,
+    /// Softmax scale; `None` is 1/sqrt(D).
+    pub scale: Option<f64>,
+}
+
+impl Default for Pattern {
+    /// Dense causal over each row with the default scale: GPT-2 (record #1).
+    fn default() -> Self {
+        Pattern {
+            causal: true,
+            window: None,
+            docs: None,
+            scale: None,
+        }
+    }
+}
+
+impl Pattern {
+    /// Whether this is plain dense attention, which SDPA masks by itself.
+    fn is_plain(&self) -> bool {
+        self.window.is_none() && self.docs.is_none()
+    }
+}
+
+/// Which implementation [`attend_with`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernel {
+    /// Flash for CUDA bf16/fp16 inputs with a window or documents; SDPA otherwise.
+    Auto,
+    /// The shim's FlashAttention-2 (CUDA, bf16/fp16); an error elsewhere.
+    Flash,
+    /// SDPA with an explicit mask (any device and dtype): the reference.
+    Sdpa,
+}
+
+/// Attention of `[B, H, T, D]` q, k, v under `pattern`; returns `[B, H, T, D]`.
+pub fn attend(q: &Tensor, k: &Tensor, v: &Tensor, pattern: &Pattern) -> Result<Tensor> {
+    attend_with(q, k, v, pattern, Kernel::Auto)
+}
+
+/// [`attend`] with the kernel chosen by the caller (GPU checks compare the two).
+pub fn attend_with(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    pattern: &Pattern,
+    kernel: Kernel,
+) -> Result<Tensor> {
+    let shape = q.size();
+    ensure!(
+        shape.len() == 4 && k.size() == shape && v.size() == shape,
+        "attend: q, k, v must all be [B, H, T, D], got {:?}, {:?}, {:?}",
+        shape,
+        k.size(),
+        v.size()
+    );
+    if let Some(w) = pattern.window {
+        ensure!(w >= 0, "attend: window must be >= 0, got {w}");
+    }
+    if let Some(docs) = &pattern.docs {
+        let tokens = shape[0] * shape[2];
+        ensure!(
+            docs.total() == tokens,
+            "attend: documents cover {} tokens but the batch has B*T = {tokens}",
+            docs.total()
+        );
+    }
+    let flash = match kernel {
+        Kernel::Flash => true,
+        Kernel::Sdpa => false,
+        Kernel::Auto => {
+            q.device().is_cuda()
+                && matches!(q.kind(), Kind::BFloat16 | Kind::Half)
+                && !pattern.is_plain()
+        }
+    };
+    if flash {
+        flash_path(q, k, v, pattern)
+    } else {
+        sdpa_path(q, k, v, pattern)
+    }
+}
+
+fn flash_path(q: &Tensor, k: &Tensor, v: &Tensor, pattern: &Pattern) -> Result<Tensor> {
+    let (b, h, t, d) = q.size4()?;
+    let mut opts = FlashOptions {
+        causal: pattern.causal,
+        scale: pattern.scale,
+        window_left: pattern.window,
+        window_right: None,
+        varlen: None,
+    };
+    // [B, H, T, D] -> [B, T, H, D]: a view whose last dimension stays contiguous, as flash needs.
+    let bthd = |x: &Tensor| x.transpose(1, 2);
+    match &pattern.docs {
+        None => {
+            let y = shim::flash_attention(&bthd(q), &bthd(k), &bthd(v), &opts)?;
+            Ok(y.transpose(1, 2))
+        }
+        Some(docs) => {
+            let cu = docs.cu_seqlens.to(q.device());
+            opts.varlen = Some(Varlen {
+                cu_seqlens_q: &cu,
+                cu_seqlens_k: &cu,
+                max_q: docs.max_len,
+                max_k: docs.max_len,
+            });
+            let packed = |x: &Tensor| bthd(x).reshape([b * t, h, d]);
+            let y = shim::flash_attention(&packed(q), &packed(k), &packed(v), &opts)?;
+            Ok(y.view([b, t, h, d]).transpose(1, 2))
+        }
+    }
+}
+
+fn sdpa_path(q: &Tensor, k: &Tensor, v: &Tensor, pattern: &Pattern) -> Result<Tensor> {
+    if pattern.is_plain() {
+        return Ok(Tensor::f_scaled_dot_product_attention(
+            q,
+            k,
+            v,
+            None::<Tensor>,
+            0.0,
+            pattern.causal,
+            pattern.scale,
+            false,
+        )?);
+    }
+    let (b, h, t, d) = q.size4()?;
+    let dev = q.device();
+    match &pattern.docs {
+        None => {
+            let mask = mask(t, pattern.causal, pattern.window, None, dev);
+            Ok(Tensor::f_scaled_dot_product_attention(
+                q,
+                k,
+                v,
+                Some(mask),
+                0.0,
+                false,
+                pattern.scale,
+                false,
+            )?)
+        }
+        Some(docs) => {
+            // One sequence of B*T tokens: [B, H, T, D] -> [1, H, B*T, D].
+            let flat = |x: &Tensor| x.transpose(0, 1).reshape([1, h, b * t, d]);
+            let ids = docs.ids(dev);
+            let mask = mask(b * t, pattern.causal, pattern.window, Some(&ids), dev);
+            let y = Tensor::f_scaled_dot_product_attention(
+                &flat(q),
+                &flat(k),
+                &flat(v),
+                Some(mask),
+                0.0,
+                false,
+                pattern.scale,
+                false,
+            )?;
+            Ok(y.view([h, b, t, d]).transpose(0, 1))
+        }
+    }
+}
+
+/// `[n, n]` bool, true where query `i` (row) may see key `j` (column).
+fn mask(
+    n: i64,
+    causal: bool,
+    window: Option<i64>,
+    doc_ids: Option<&Tensor>,
+    dev: Device,
+) -> Tensor {
+    let pos = Tensor::arange(n, (Kind::Int64, dev));
+    let (i, j) = (pos.unsqueeze(1), pos.unsqueeze(0));
+    let back = &i - &j; // how far key j lies before query i
+    let mut allowed = Tensor::ones([n, n], (Kind::Bool, dev));
+    if causal {
+        allowed = allowed.logical_and(&back.ge(0));
+    }
+    if let Some(w) = window {
+        allowed = allowed.logical_and(&back.le(w));
+    }
+    if let Some(ids) = doc_ids {
+        allowed = allowed.logical_and(&ids.unsqueeze(1).eq_tensor(&ids.unsqueeze(0)));
+    }
+    allowed
+}
