@@ -52,6 +52,10 @@ pub struct Args {
     /// record's own tree; both must give the same losses.
     #[arg(long)]
     pub head: bool,
+    /// Also re-time the parent record on this machine, interleaved run by run, and report the
+    /// time delta (upstream's rule: faster than the prior record on the same hardware).
+    #[arg(long)]
+    pub baseline: bool,
     /// Where results go [default: <repo>/results].
     #[arg(long)]
     pub results: Option<PathBuf>,
@@ -69,98 +73,64 @@ pub fn run(args: Args) -> Result<()> {
     let catalog = Catalog::load(&root)?;
     let m = catalog.get(args.record)?;
     let cuda = args.gpus.is_some();
-    let lab = args
-        .scale
-        .unwrap_or(if cuda { ScaleArg::Full } else { ScaleArg::Lab })
-        == ScaleArg::Lab;
-    let (scale, target) = if lab {
-        ("lab", catalog.lab_target()?.val_loss)
-    } else {
-        ("full", TARGET_VAL_LOSS)
-    };
+    let lab = args.scale.unwrap_or(if cuda { ScaleArg::Full } else { ScaleArg::Lab }) == ScaleArg::Lab;
+    let (scale, target) = if lab { ("lab", catalog.lab_target()?.val_loss) } else { ("full", TARGET_VAL_LOSS) };
     let data = match (&args.data, lab) {
         (Some(d), _) => d.clone(),
         (None, true) => corpora::ensure_default(&root, &Tokenizer::byte())?.0,
         (None, false) => records::download::default_dest(&root),
     };
-    let steps = args
-        .steps
-        .unwrap_or(if lab { lab_budget(m)? } else { m.record.steps });
-
-    // The tree id (a git tree hash of the trainer's files) goes into the log, so a result names
-    // the exact code that produced it.
-    let (tree, tree_id, label) = if args.head {
-        let id = series::tree::worktree_tree(&series::apply::scratch_repo()?, &root)?;
-        (root.clone(), id.to_string(), format!("{scale}-head"))
-    } else {
-        let dir = series::materialize(&root, args.record)?;
-        let id = std::fs::read_to_string(dir.join(series::tree::MARKER))?
-            .trim()
-            .to_string();
-        (dir, id, scale.to_string())
+    let steps = args.steps.unwrap_or(if lab { lab_budget(m)? } else { m.record.steps });
+    // Upstream's rule: a record must beat its parent re-timed on the same hardware.
+    let parent = match args.baseline {
+        true => {
+            let n = m.record.parent.with_context(|| format!("record {} has no parent to re-time", args.record))?;
+            let p = catalog.get(n)?;
+            Some(Trainer::build(&root, p, false, cuda)?)
+        }
+        false => None,
     };
-    eprintln!("records: building the trainer in {} ...", tree.display());
-    let bin = build_trainer(&root, &tree, &paths::cargo_target_dir(&root), cuda)?;
+    let this = Trainer::build(&root, m, args.head, cuda)?;
 
-    let nproc = args.gpus.unwrap_or(args.ranks);
-    let opts = LaunchOpts {
-        nnodes: args.nnodes,
-        node_rank: args.node_rank,
-        master_addr: args.master_addr.clone(),
-        master_port: args.master_port,
-        ..LaunchOpts::default()
+    let ctx = RunContext {
+        scale,
+        data,
+        steps,
+        cuda,
+        nproc: args.gpus.unwrap_or(args.ranks),
+        opts: LaunchOpts {
+            nnodes: args.nnodes,
+            node_rank: args.node_rank,
+            master_addr: args.master_addr.clone(),
+            master_port: args.master_port,
+            ..LaunchOpts::default()
+        },
     };
-    let results = args
-        .results
-        .clone()
-        .unwrap_or_else(|| paths::results_dir(&root));
+    let label = if args.head { format!("{scale}-head") } else { scale.to_string() };
+    let results = args.results.clone().unwrap_or_else(|| paths::results_dir(&root));
     let pending = PendingResults::new(&results, args.record, &label)?;
-    let mut logs = Vec::new();
+    let (mut logs, mut baseline_logs) = (Vec::new(), Vec::new());
     for i in 0..args.runs {
-        let out = pending.dir().join(format!("run-{}", i + 1));
-        let mut targs: Vec<OsString> = vec![
-            "--manifest".into(),
-            m.path.clone().into(),
-            "--scale".into(),
-            scale.into(),
-        ];
-        targs.extend([
-            "--data".into(),
-            data.clone().into(),
-            "--out".into(),
-            out.clone().into(),
-        ]);
-        targs.extend(["--steps".into(), steps.to_string().into()]);
-        targs.extend([
-            "--header".into(),
-            format!("run={}/{}", i + 1, args.runs).into(),
-        ]);
-        targs.extend([
-            "--header".into(),
-            format!("tree={tree_id} ({})", tree.display()).into(),
-        ]);
-        if !cuda {
-            targs.push("--cpu".into());
+        let seed = args.seed.map(|s| s + u64::from(i)).or((i > 0).then(|| seed_of(m) + u64::from(i)));
+        let run = |t: &Trainer, name: String| -> Result<Option<runlog::RunLog>> {
+            eprintln!(
+                "records: #{} run {}/{} at {scale} scale, {} rank(s) per node ({steps} steps, data {})",
+                t.manifest.record.number,
+                i + 1,
+                args.runs,
+                ctx.nproc,
+                ctx.data.display()
+            );
+            let out = pending.dir().join(name);
+            ctx.run(t, &out, seed, format!("run={}/{}", i + 1, args.runs))?;
+            // Rank 0's node writes the log; the others only train.
+            (args.node_rank == 0).then(|| runlog::parse_file(&out.join("train.log"))).transpose()
+        };
+        // Interleaved, so drift of the machine hits both sides alike.
+        if let Some(p) = &parent {
+            baseline_logs.extend(run(p, format!("baseline-{}", i + 1))?);
         }
-        if let Some(seed) = args
-            .seed
-            .map(|s| s + u64::from(i))
-            .or((i > 0).then(|| seed_of(m) + u64::from(i)))
-        {
-            targs.extend(["--seed".into(), seed.to_string().into()]);
-        }
-        eprintln!(
-            "records: #{} run {}/{} at {scale} scale, {} rank(s) per node ({steps} steps, data {})",
-            args.record,
-            i + 1,
-            args.runs,
-            nproc,
-            data.display()
-        );
-        watch(&bin, &targs, nproc, &opts, steps)?;
-        if args.node_rank == 0 {
-            logs.push(runlog::parse_file(&out.join("train.log"))?);
-        }
+        logs.extend(run(&this, format!("run-{}", i + 1))?);
     }
     if args.node_rank != 0 {
         return Ok(()); // rank 0's node judges and keeps the results
@@ -170,16 +140,70 @@ pub fn run(args: Args) -> Result<()> {
     if lab {
         verdict = verdict.at_lab_scale();
     }
-    println!(
-        "\n#{} {} ({scale} scale; target {target})",
-        m.record.number, m.record.title
-    );
+    if parent.is_some() {
+        verdict = verdict.with_baseline(&baseline_logs);
+    }
+    println!("\n#{} {} ({scale} scale; target {target})", m.record.number, m.record.title);
     print!("{}", verdict.render());
     let json = serde_json::to_string_pretty(&verdict)?;
     std::fs::write(pending.dir().join("verdict.json"), json).context("writing verdict.json")?;
     let dest = pending.commit()?;
     println!("results: {}", dest.display());
     Ok(())
+}
+
+/// A record's built trainer: the record's own tree (or, with `head`, the checkout).
+struct Trainer<'a> {
+    manifest: &'a Manifest,
+    dir: PathBuf,
+    /// A git tree hash of the trainer's files; it goes into the log, so a result names the exact
+    /// code that produced it.
+    tree_id: String,
+    bin: PathBuf,
+}
+
+impl<'a> Trainer<'a> {
+    fn build(root: &Path, manifest: &'a Manifest, head: bool, cuda: bool) -> Result<Trainer<'a>> {
+        let (dir, tree_id) = if head {
+            let id = series::tree::worktree_tree(&series::apply::scratch_repo()?, root)?;
+            (root.to_path_buf(), id.to_string())
+        } else {
+            let dir = series::materialize(root, manifest.record.number)?;
+            let id = std::fs::read_to_string(dir.join(series::tree::MARKER))?.trim().to_string();
+            (dir, id)
+        };
+        eprintln!("records: building the trainer of #{} in {} ...", manifest.record.number, dir.display());
+        let bin = build_trainer(root, &dir, &paths::cargo_target_dir(root), cuda)?;
+        Ok(Trainer { manifest, dir, tree_id, bin })
+    }
+}
+
+/// What every run of one replay shares.
+struct RunContext {
+    scale: &'static str,
+    data: PathBuf,
+    steps: u64,
+    cuda: bool,
+    nproc: usize,
+    opts: LaunchOpts,
+}
+
+impl RunContext {
+    /// One run of `t`'s ranks, writing into `out`.
+    fn run(&self, t: &Trainer, out: &Path, seed: Option<u64>, run_header: String) -> Result<()> {
+        let mut a: Vec<OsString> = vec!["--manifest".into(), t.manifest.path.clone().into()];
+        a.extend(["--scale".into(), self.scale.into(), "--data".into(), self.data.clone().into()]);
+        a.extend(["--out".into(), out.into(), "--steps".into(), self.steps.to_string().into()]);
+        a.extend(["--header".into(), run_header.into()]);
+        a.extend(["--header".into(), format!("tree={} ({})", t.tree_id, t.dir.display()).into()]);
+        if !self.cuda {
+            a.push("--cpu".into());
+        }
+        if let Some(seed) = seed {
+            a.extend(["--seed".into(), seed.to_string().into()]);
+        }
+        watch(&t.bin, &a, self.nproc, &self.opts, self.steps)
+    }
 }
 
 /// The lab step budget from the manifest's `[lab]` table.
