@@ -1,0 +1,711 @@
+//! `gpu-check`: one markdown table of what a CUDA build does on this GPU. Flash attention against
+//! an SDPA reference (dense, window, varlen, backward), record #1 at full shape on one GPU
+//! (ms/step, tokens/s, MFU, peak memory), our AdamW against the fused one, and one training step
+//! eager against CUDA-graph replay. Every check catches its own errors, so one failure prints
+//! `error: ...` in its row and the rest still run. scripts/gpu-check.sh runs it on a GPU machine:
+//!
+//!   gpu-check --out /tmp/gpu-check.md
+use clap::Parser;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "gpu-check",
+    about = "Check flash attention, record #1's speed, fused AdamW and CUDA graphs on one GPU"
+)]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+struct Args {
+    /// Also write the table (markdown) to this file.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// CUDA device index.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    /// Rows of 1,024 tokens per step for record #1 at full shape.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(i64).range(1..=128))]
+    batch: i64,
+    /// Timed steps per measurement, after the warmup steps.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    steps: u32,
+    /// Checks not started within this many seconds are skipped (the table stays complete).
+    #[arg(long, default_value_t = 150)]
+    budget_s: u64,
+}
+
+#[cfg(not(feature = "cuda"))]
+fn main() -> ExitCode {
+    Args::parse();
+    eprintln!("gpu-check needs a CUDA build (--features cuda): cargo build --release -p trainer --features cuda --bin gpu-check");
+    ExitCode::from(2)
+}
+
+#[cfg(feature = "cuda")]
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match gpu::run(&args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("gpu-check: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(feature = "cuda")]
+mod gpu {
+    use super::Args;
+    use anyhow::{anyhow, bail, Context, Result};
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use std::path::Path;
+    use std::time::Instant;
+    use tch::{nn, Device, Kind, Tensor};
+    use trainer::model::attend::{attend_with, Docs, Kernel, Pattern};
+    use trainer::model::params::Param;
+    use trainer::model::Gpt;
+    use trainer::optim::adamw::{clip_factor, AdamW};
+    use trainer::recipe::{Recipe, Scale};
+    use trainer::shim::{self, AdamWConfig, CudaGraph, CudaStream};
+
+    const RECORD_1: &str = include_str!("../../records/01.toml");
+    /// H100/H200 SXM dense bf16 tensor-core peak (NVIDIA's spec sheets, without sparsity).
+    const PEAK_FLOPS: f64 = 989e12;
+    const WARMUP: usize = 3;
+
+    struct Row {
+        check: String,
+        result: String,
+        notes: String,
+    }
+
+    fn row(check: impl Into<String>, result: impl Into<String>, notes: impl Into<String>) -> Row {
+        Row {
+            check: check.into(),
+            result: result.into(),
+            notes: notes.into(),
+        }
+    }
+
+    /// Runs the checks in order; returns whether every one passed.
+    pub fn run(args: &Args) -> Result<bool> {
+        if !tch::Cuda::is_available() {
+            bail!(
+                "no CUDA device visible (tch::Cuda::is_available() is false; libtorch_cuda loaded: {}); \
+                 run it on a GPU machine through scripts/gpu-check.sh",
+                tch::utils::has_cudart()
+            );
+        }
+        let count = tch::Cuda::device_count();
+        if args.device as i64 >= count {
+            bail!("--device {} but only {count} CUDA devices", args.device);
+        }
+        let ctx = Ctx {
+            index: args.device,
+            dev: Device::Cuda(args.device),
+            batch: args.batch,
+            steps: args.steps as usize,
+        };
+        let start = Instant::now();
+        let mut rows = vec![row(
+            "device",
+            format!("cuda:{} of {count}", args.device),
+            format!(
+                "libtorch 2.11.0 (tch 0.24); cuDNN {}",
+                tch::Cuda::cudnn_is_available()
+            ),
+        )];
+        type Check = (&'static str, fn(&Ctx) -> Result<Vec<Row>>);
+        let checks: [Check; 9] = [
+            ("flash fwd: dense causal", flash_dense),
+            ("flash fwd: causal window 64", flash_window),
+            ("flash fwd: varlen documents", flash_varlen),
+            (
+                "flash fwd: varlen documents + window 64",
+                flash_varlen_window,
+            ),
+            ("flash bwd: dense causal", flash_backward_dense),
+            (
+                "flash bwd: varlen documents + window 64",
+                flash_backward_varlen,
+            ),
+            ("record #1 full shape", record_one),
+            ("AdamW over record #1's params", adamw),
+            ("CUDA graph: one lab-size step", graph),
+        ];
+        let mut ok = true;
+        for (name, check) in checks {
+            let new = if start.elapsed().as_secs() >= args.budget_s {
+                ok = false;
+                vec![row(
+                    name,
+                    "skipped",
+                    format!("past the {} s budget (--budget-s)", args.budget_s),
+                )]
+            } else {
+                match catch_unwind(AssertUnwindSafe(|| check(&ctx))) {
+                    Ok(Ok(rows)) => rows,
+                    Ok(Err(e)) => vec![row(name, format!("error: {e:#}"), "")],
+                    Err(panic) => vec![row(name, format!("error: {}", panic_text(&*panic)), "")],
+                }
+            };
+            for r in &new {
+                ok &= !r.result.starts_with("error") && !r.result.contains("FAIL");
+                eprintln!("gpu-check: {} | {}", r.check, r.result);
+            }
+            rows.extend(new);
+            if let Some(out) = &args.out {
+                write_atomically(out, &table(&rows))?;
+            }
+        }
+        rows.push(row(
+            "total time",
+            format!("{:.1} s", start.elapsed().as_secs_f64()),
+            "",
+        ));
+        let text = table(&rows);
+        print!("{text}");
+        if let Some(out) = &args.out {
+            write_atomically(out, &text)?;
+        }
+        Ok(ok)
+    }
+
+    struct Ctx {
+        index: usize,
+        dev: Device,
+        batch: i64,
+        steps: usize,
+    }
+
+    impl Ctx {
+        fn sync(&self) {
+            tch::Cuda::synchronize(self.index as i64);
+        }
+
+        /// Mean ms of `f` over `steps` runs, after `WARMUP` untimed ones.
+        fn time_ms(&self, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+            for _ in 0..WARMUP {
+                f()?;
+            }
+            self.sync();
+            let t0 = Instant::now();
+            for _ in 0..self.steps {
+                f()?;
+            }
+            self.sync();
+            Ok(t0.elapsed().as_secs_f64() * 1e3 / self.steps as f64)
+        }
+    }
+
+    fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+        panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "panic".into())
+    }
+
+    fn table(rows: &[Row]) -> String {
+        let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+        let mut out = String::from("| check | result | reference / notes |\n|---|---|---|\n");
+        for r in rows {
+            out += &format!(
+                "| {} | {} | {} |\n",
+                cell(&r.check),
+                cell(&r.result),
+                cell(&r.notes)
+            );
+        }
+        out
+    }
+
+    fn write_atomically(path: &Path, text: &str) -> Result<()> {
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))
+    }
+
+    // ---- flash attention against SDPA ---------------------------------------------------------
+
+    /// Record #1's heads over 4 rows of 1,024 tokens.
+    const DENSE: [i64; 4] = [4, 12, 1024, 64];
+    /// 4 rows of 256 tokens; documents of 37, 219, 300, 1 and 467 tokens (the third crosses a
+    /// row boundary, the fourth is one token long).
+    const PACKED: [i64; 4] = [4, 12, 256, 64];
+    const DOC_LENGTHS: [i64; 5] = [37, 219, 300, 1, 467];
+
+    fn max_abs(t: &Tensor) -> f64 {
+        t.abs().max().to_kind(Kind::Double).double_value(&[])
+    }
+
+    /// Whether `err` is within bf16's rounding of values up to `scale` (2^-8 relative per
+    /// rounding, a few roundings deep, so 2e-2).
+    fn verdict(err: f64, scale: f64) -> (&'static str, f64) {
+        let tol = 2e-2 * scale.max(1.0);
+        (if err <= tol { "ok" } else { "FAIL" }, tol)
+    }
+
+    fn bf16_qkv(ctx: &Ctx, shape: [i64; 4]) -> [Tensor; 3] {
+        tch::manual_seed(1234);
+        [0, 1, 2].map(|_| Tensor::randn(shape, (Kind::BFloat16, ctx.dev)))
+    }
+
+    fn reference_note(pattern: &Pattern) -> &'static str {
+        if pattern.window.is_none() && pattern.docs.is_none() {
+            "ref: SDPA is_causal in fp32 on the same bf16 inputs"
+        } else {
+            "ref: SDPA with an explicit mask in fp32 on the same bf16 inputs"
+        }
+    }
+
+    /// Flash forward in bf16 against the fp32 reference on the same inputs.
+    fn flash_forward(ctx: &Ctx, shape: [i64; 4], pattern: Pattern, what: &str) -> Result<Vec<Row>> {
+        let [q, k, v] = bf16_qkv(ctx, shape);
+        let got = attend_with(&q, &k, &v, &pattern, Kernel::Flash)?;
+        let f32 = |x: &Tensor| x.to_kind(Kind::Float);
+        let want = attend_with(&f32(&q), &f32(&k), &f32(&v), &pattern, Kernel::Sdpa)?;
+        let err = max_abs(&(f32(&got) - &want));
+        let (ok, tol) = verdict(err, max_abs(&want));
+        Ok(vec![row(
+            format!("flash fwd: {what}"),
+            format!("max abs err {err:.4} ({ok})"),
+            format!("{}; tol {tol:.3}", reference_note(&pattern)),
+        )])
+    }
+
+    /// dq, dk, dv of flash (bf16) against the reference's autograd (fp32), for one upstream
+    /// gradient.
+    fn flash_backward(
+        ctx: &Ctx,
+        shape: [i64; 4],
+        pattern: Pattern,
+        what: &str,
+    ) -> Result<Vec<Row>> {
+        let base = bf16_qkv(ctx, shape);
+        let upstream = Tensor::randn(shape, (Kind::Float, ctx.dev));
+        let grads = |kind: Kind, kernel: Kernel| -> Result<Vec<Tensor>> {
+            let leaves: Vec<Tensor> = base
+                .iter()
+                .map(|x| x.to_kind(kind).detach().set_requires_grad(true))
+                .collect();
+            let y = attend_with(&leaves[0], &leaves[1], &leaves[2], &pattern, kernel)?;
+            (y.to_kind(Kind::Float) * &upstream)
+                .sum(Kind::Float)
+                .f_backward()?;
+            Ok(leaves
+                .iter()
+                .map(|l| l.grad().to_kind(Kind::Float))
+                .collect())
+        };
+        let got = grads(Kind::BFloat16, Kernel::Flash)?;
+        let want = grads(Kind::Float, Kernel::Sdpa)?;
+        let mut parts = Vec::new();
+        let mut all_ok = true;
+        for (i, name) in ["dq", "dk", "dv"].iter().enumerate() {
+            let err = max_abs(&(&got[i] - &want[i]));
+            let (ok, tol) = verdict(err, max_abs(&want[i]));
+            all_ok &= ok == "ok";
+            parts.push(format!("{name} {err:.4} (tol {tol:.3})"));
+        }
+        Ok(vec![row(
+            format!("flash bwd: {what}"),
+            format!(
+                "max abs err {} ({})",
+                parts.join(", "),
+                if all_ok { "ok" } else { "FAIL" }
+            ),
+            format!(
+                "{}; autograd of each for one random upstream gradient",
+                reference_note(&pattern)
+            ),
+        )])
+    }
+
+    fn docs(ctx: &Ctx) -> Result<Docs> {
+        Docs::from_lengths(&DOC_LENGTHS, ctx.dev)
+    }
+
+    fn flash_dense(ctx: &Ctx) -> Result<Vec<Row>> {
+        flash_forward(
+            ctx,
+            DENSE,
+            Pattern::default(),
+            "dense causal, B4 H12 T1024 D64",
+        )
+    }
+
+    fn flash_window(ctx: &Ctx) -> Result<Vec<Row>> {
+        let pattern = Pattern {
+            window: Some(64),
+            ..Pattern::default()
+        };
+        flash_forward(ctx, DENSE, pattern, "causal window 64, B4 H12 T1024 D64")
+    }
+
+    fn flash_varlen(ctx: &Ctx) -> Result<Vec<Row>> {
+        let pattern = Pattern {
+            docs: Some(docs(ctx)?),
+            ..Pattern::default()
+        };
+        flash_forward(
+            ctx,
+            PACKED,
+            pattern,
+            "varlen docs [37,219,300,1,467] over B4×T256, causal",
+        )
+    }
+
+    fn flash_varlen_window(ctx: &Ctx) -> Result<Vec<Row>> {
+        let pattern = Pattern {
+            window: Some(64),
+            docs: Some(docs(ctx)?),
+            ..Pattern::default()
+        };
+        flash_forward(ctx, PACKED, pattern, "varlen docs + window 64")
+    }
+
+    fn flash_backward_dense(ctx: &Ctx) -> Result<Vec<Row>> {
+        flash_backward(ctx, DENSE, Pattern::default(), "dense causal (dq, dk, dv)")
+    }
+
+    fn flash_backward_varlen(ctx: &Ctx) -> Result<Vec<Row>> {
+        let pattern = Pattern {
+            window: Some(64),
+            docs: Some(docs(ctx)?),
+            ..Pattern::default()
+        };
+        flash_backward(ctx, PACKED, pattern, "varlen docs + window 64 (dq, dk, dv)")
+    }
+
+    // ---- record #1 at full shape ----------------------------------------------------------------
+
+    struct Model {
+        // Owns the parameters; model and params borrow nothing from it but must not outlive it.
+        _vs: nn::VarStore,
+        model: Gpt,
+        params: Vec<Param>,
+        recipe: Recipe,
+    }
+
+    fn build(ctx: &Ctx, scale: Scale) -> Result<Model> {
+        let recipe = Recipe::from_manifest_str(RECORD_1, scale, None)
+            .map_err(|e| anyhow!("records/01.toml: {e:#}"))?;
+        tch::manual_seed(recipe.seed as i64);
+        let vs = nn::VarStore::new(ctx.dev);
+        let (model, params) = Gpt::new(vs.root(), &recipe, Kind::BFloat16);
+        Ok(Model {
+            _vs: vs,
+            model,
+            params,
+            recipe,
+        })
+    }
+
+    /// Random tokens `[rows, seq_len]` as inputs and targets.
+    fn batch(ctx: &Ctx, r: &Recipe, rows: i64) -> (Tensor, Tensor) {
+        let shape = [rows, r.seq_len as i64];
+        let vocab = r.vocab_size as i64;
+        (
+            Tensor::randint(vocab, shape, (Kind::Int64, ctx.dev)),
+            Tensor::randint(vocab, shape, (Kind::Int64, ctx.dev)),
+        )
+    }
+
+    fn zero_grads(params: &[Param]) {
+        for p in params {
+            let mut g = p.tensor.grad();
+            if g.defined() {
+                let _ = g.zero_();
+            }
+        }
+    }
+
+    fn record_one(ctx: &Ctx) -> Result<Vec<Row>> {
+        let m = build(ctx, Scale::Full)?;
+        let r = &m.recipe;
+        let (x, y) = batch(ctx, r, ctx.batch);
+        let mut opt = AdamW::new(&m.params, r.beta1, r.beta2, r.eps, r.weight_decay);
+        let mut losses = Vec::new();
+        shim::reset_peak(ctx.dev)?;
+        // train.rs's step: bf16 matmuls on fp32 masters, loss read back, clip, our AdamW.
+        let step_ms = ctx.time_ms(|| {
+            let loss = m.model.loss(&x, &y);
+            loss.f_backward()?;
+            losses.push(loss.double_value(&[]));
+            let (_, scale) = clip_factor(&m.params, r.grad_clip);
+            opt.step(&m.params, r.lr, scale);
+            zero_grads(&m.params);
+            Ok(())
+        })?;
+        let mem = shim::memory_stats(ctx.dev)?;
+        let fwd_bwd_ms = ctx.time_ms(|| {
+            m.model.loss(&x, &y).f_backward()?;
+            zero_grads(&m.params);
+            Ok(())
+        })?;
+
+        let tokens = (ctx.batch * r.seq_len as i64) as f64;
+        let n_params: i64 = m.params.iter().map(|p| p.tensor.numel() as i64).sum();
+        let wpe = (r.max_seq_len * r.n_embd) as i64;
+        let (l, c, t) = (r.n_layer as f64, r.n_embd as f64, r.seq_len as f64);
+        // nanoGPT's estimate_mfu: 6N per token (N without the position embedding) plus
+        // 12·L·C·T for the attention scores and weighted sums.
+        let flops_per_token = 6.0 * (n_params - wpe) as f64 + 12.0 * l * c * t;
+        let tokens_per_s = tokens / (step_ms / 1e3);
+        let mfu = flops_per_token * tokens_per_s / PEAK_FLOPS;
+        let shape = format!("B{}×T{}", ctx.batch, r.seq_len);
+        let first_last = match (losses.first(), losses.last()) {
+            (Some(a), Some(b)) => format!("loss {a:.3} → {b:.3} over {} steps", losses.len()),
+            _ => String::new(),
+        };
+        Ok(vec![
+            row(
+                format!("record #1 step (fwd+bwd+clip+AdamW), {shape}"),
+                format!("{step_ms:.1} ms/step"),
+                format!(
+                    "mean of {} steps after {WARMUP} warmup; train.rs's step on random tokens; {first_last}",
+                    ctx.steps
+                ),
+            ),
+            row(
+                format!("record #1 fwd+bwd only, {shape}"),
+                format!("{fwd_bwd_ms:.1} ms"),
+                "H200 probe: 49.3 ms at B16 (tch autocast), Python eager 50.1 ms",
+            ),
+            row(
+                "record #1 throughput",
+                format!("{:.0} tokens/s", tokens_per_s),
+                format!(
+                    "{tokens} tokens per step; 8 GPUs ≈ 8× this for the 524,288-token batch"
+                ),
+            ),
+            row(
+                "record #1 MFU",
+                format!("{:.1} %", mfu * 100.0),
+                format!(
+                    "{:.0} MFLOP/token = 6N + 12·L·C·T (N = {:.1}M without wpe) over 989 TFLOP/s, \
+                     the H100/H200 SXM bf16 dense peak",
+                    flops_per_token / 1e6,
+                    (n_params - wpe) as f64 / 1e6
+                ),
+            ),
+            row(
+                "record #1 peak memory",
+                format!(
+                    "{} MiB allocated, {} MiB reserved",
+                    mem.peak_allocated >> 20,
+                    mem.peak_reserved >> 20
+                ),
+                "caching allocator peaks over the full steps (shim memory_stats); probe: 16.5 GB at B16",
+            ),
+        ])
+    }
+
+    // ---- AdamW ----------------------------------------------------------------------------------
+
+    fn adamw(ctx: &Ctx) -> Result<Vec<Row>> {
+        let m = build(ctx, Scale::Full)?;
+        let r = &m.recipe;
+        let (x, y) = batch(ctx, r, 1);
+        m.model.loss(&x, &y).f_backward()?; // gradients to step with
+        let mut ours = AdamW::new(&m.params, r.beta1, r.beta2, r.eps, r.weight_decay);
+        let ours_ms = ctx.time_ms(|| {
+            ours.step(&m.params, r.lr, 1.0);
+            Ok(())
+        })?;
+        let params: Vec<Tensor> = m.params.iter().map(|p| p.tensor.shallow_clone()).collect();
+        let grads: Vec<Tensor> = m.params.iter().map(|p| p.tensor.grad()).collect();
+        let exp_avgs: Vec<Tensor> = params.iter().map(Tensor::zeros_like).collect();
+        let exp_avg_sqs: Vec<Tensor> = params.iter().map(Tensor::zeros_like).collect();
+        let steps: Vec<Tensor> = params
+            .iter()
+            .map(|_| Tensor::zeros([], (Kind::Float, ctx.dev)))
+            .collect();
+        let cfg = AdamWConfig {
+            lr: r.lr,
+            beta1: r.beta1,
+            beta2: r.beta2,
+            weight_decay: r.weight_decay,
+            eps: r.eps,
+        };
+        let fused_ms = ctx.time_ms(|| {
+            shim::fused_adamw_(&params, &grads, &exp_avgs, &exp_avg_sqs, &steps, cfg)
+        })?;
+        let n: i64 = params.iter().map(|p| p.numel() as i64).sum();
+        Ok(vec![row(
+            format!(
+                "AdamW over {:.1}M params ({} tensors)",
+                n as f64 / 1e6,
+                params.len()
+            ),
+            format!(
+                "ours {ours_ms:.2} ms, fused {fused_ms:.2} ms ({:.1}× faster)",
+                ours_ms / fused_ms
+            ),
+            "ours: src/optim/adamw.rs (per-tensor ops); fused: aten::_fused_adamw_ via the shim; \
+             timing only; probe: fused 1.33 ms, torch::optim 18.8 ms",
+        )])
+    }
+
+    // ---- CUDA graph ---------------------------------------------------------------------------
+
+    /// One training step of the lab-size model with device-side state only (fused AdamW, no
+    /// host reads), so the whole step can be captured.
+    struct SmallStep {
+        m: Model,
+        x: Tensor,
+        y: Tensor,
+        params: Vec<Tensor>,
+        exp_avgs: Vec<Tensor>,
+        exp_avg_sqs: Vec<Tensor>,
+        steps: Vec<Tensor>,
+        cfg: AdamWConfig,
+    }
+
+    impl SmallStep {
+        fn new(ctx: &Ctx) -> Result<SmallStep> {
+            let m = build(ctx, Scale::Lab)?;
+            let r = &m.recipe;
+            let (x, y) = batch(ctx, r, r.batch_rows as i64);
+            let params: Vec<Tensor> = m.params.iter().map(|p| p.tensor.shallow_clone()).collect();
+            let zeros = || -> Vec<Tensor> { params.iter().map(Tensor::zeros_like).collect() };
+            let (exp_avgs, exp_avg_sqs) = (zeros(), zeros());
+            let steps = params
+                .iter()
+                .map(|_| Tensor::zeros([], (Kind::Float, ctx.dev)))
+                .collect();
+            let cfg = AdamWConfig {
+                lr: r.lr,
+                beta1: r.beta1,
+                beta2: r.beta2,
+                weight_decay: r.weight_decay,
+                eps: r.eps,
+            };
+            Ok(SmallStep {
+                m,
+                x,
+                y,
+                params,
+                exp_avgs,
+                exp_avg_sqs,
+                steps,
+                cfg,
+            })
+        }
+
+        /// Zero the gradients, forward, backward and (with `update`) the fused AdamW step;
+        /// returns the loss tensor without reading it.
+        fn run(&self, update: bool) -> Result<Tensor> {
+            zero_grads(&self.m.params);
+            let loss = self.m.model.loss(&self.x, &self.y);
+            loss.f_backward()?;
+            if update {
+                let grads: Vec<Tensor> = self.m.params.iter().map(|p| p.tensor.grad()).collect();
+                shim::fused_adamw_(
+                    &self.params,
+                    &grads,
+                    &self.exp_avgs,
+                    &self.exp_avg_sqs,
+                    &self.steps,
+                    self.cfg,
+                )?;
+            }
+            Ok(loss)
+        }
+
+        /// Every tensor a step changes besides the gradients.
+        fn state(&self) -> Vec<Tensor> {
+            [&self.params, &self.exp_avgs, &self.exp_avg_sqs, &self.steps]
+                .into_iter()
+                .flatten()
+                .map(|t| t.detach().copy())
+                .collect()
+        }
+
+        /// Copies `state` back in place (graph replays use these addresses).
+        fn restore(&self, state: &[Tensor]) {
+            let live = [&self.params, &self.exp_avgs, &self.exp_avg_sqs, &self.steps];
+            tch::no_grad(|| {
+                for (t, s) in live.into_iter().flatten().zip(state) {
+                    t.shallow_clone().copy_(s);
+                }
+            });
+        }
+    }
+
+    fn max_state_diff(a: &[Tensor], b: &[Tensor]) -> f64 {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| max_abs(&(x.to_kind(Kind::Float) - y.to_kind(Kind::Float))))
+            .fold(0.0, f64::max)
+    }
+
+    fn graph(ctx: &Ctx) -> Result<Vec<Row>> {
+        let s = SmallStep::new(ctx)?;
+        let r = &s.m.recipe;
+        let what = format!(
+            "{}L d{} V{} B{}×T{}",
+            r.n_layer, r.n_embd, r.padded_vocab_size, r.batch_rows, r.seq_len
+        );
+        let eager_ms = ctx.time_ms(|| s.run(true).map(drop))?;
+        // torch.cuda.graph's recipe: warm up on a side stream before capturing.
+        let main = CudaStream::current(ctx.index)?;
+        let side = CudaStream::from_pool(ctx.index, false)?;
+        side.wait_stream(&main)?;
+        side.set_current()?;
+        let warm = (0..WARMUP).try_for_each(|_| s.run(true).map(drop));
+        main.set_current()?;
+        main.wait_stream(&side)?;
+        warm?;
+
+        // One eager step from a saved state, to compare the replay against.
+        let start = s.state();
+        let eager_loss = s.run(true)?.double_value(&[]);
+        let eager_state = s.state();
+        s.restore(&start);
+        ctx.sync();
+
+        let mut graph = CudaGraph::new()?;
+        let (loss, scope) = match graph.capture(ctx.index, || s.run(true)) {
+            Ok(loss) => (loss, "the whole step (zero grads, fwd, bwd, fused AdamW)"),
+            Err(full) => {
+                graph = CudaGraph::new()?;
+                let loss = graph.capture(ctx.index, || s.run(false)).with_context(|| {
+                    format!("capturing fwd+bwd after the full step failed ({full:#})")
+                })?;
+                (loss, "fwd+bwd only: capturing the full step failed")
+            }
+        };
+        graph.replay()?;
+        ctx.sync();
+        let replay_loss = loss.double_value(&[]);
+        let same = if scope.starts_with("the whole") {
+            format!(
+                "replay vs eager from one state: loss Δ {:.2e}, state max Δ {:.2e}",
+                (replay_loss - eager_loss).abs(),
+                max_state_diff(&s.state(), &eager_state)
+            )
+        } else {
+            format!(
+                "replay vs eager loss Δ {:.2e}",
+                (replay_loss - eager_loss).abs()
+            )
+        };
+        let replay_ms = ctx.time_ms(|| graph.replay())?;
+        let eager_note = if scope.starts_with("the whole") {
+            String::new()
+        } else {
+            let fwd_bwd = ctx.time_ms(|| s.run(false).map(drop))?;
+            format!(" (eager fwd+bwd only: {fwd_bwd:.2} ms)")
+        };
+        Ok(vec![row(
+            format!("CUDA graph: one step, {what}"),
+            format!(
+                "eager {eager_ms:.2} ms{eager_note}, replay {replay_ms:.2} ms ({:.1}×)",
+                eager_ms / replay_ms
+            ),
+            format!("captured {scope} on a side stream after warmup; {same}"),
+        )])
+    }
+}
