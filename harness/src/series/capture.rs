@@ -1,7 +1,7 @@
 //! `records series capture NN --since REV`: a new record's patch from this checkout's own
 //! history. The commits in REV..HEAD become the patch's commits (trainer files only; commits
 //! that touch no trainer file are skipped), authors, dates and messages kept.
-use super::{date, export::write_atomic, mailbox, mailbox::Commit, patch_path, tree, Series};
+use super::{export::write_atomic, mailbox, mailbox::Commit, patch_path, tree, Series};
 use anyhow::{bail, Context, Result};
 use git2::{Repository, Sort};
 use std::path::{Path, PathBuf};
@@ -36,19 +36,7 @@ pub fn capture(root: &Path, record: u32, since: &str, force: bool) -> Result<(Pa
         if diff.is_empty() {
             continue;
         }
-        let (subject, body) = Commit::split_message(c.message().unwrap_or(""));
-        let author = c.author();
-        commits.push(Commit {
-            author: format!(
-                "{} <{}>",
-                author.name().unwrap_or(""),
-                author.email().unwrap_or("")
-            ),
-            date: date::format(author.when().seconds(), author.when().offset_minutes()),
-            subject,
-            body,
-            diff,
-        });
+        commits.push(Commit::from_git(&c, c.message().unwrap_or(""), diff));
     }
     if commits.is_empty() {
         bail!("no commit in {since}..HEAD changes a trainer file; nothing to capture");

@@ -5,7 +5,7 @@
 //! record's patch, oldest first, its message ending in a `Records-Patch: NN` trailer. On import a
 //! commit without the trailer joins the record of the commit before it (so a fixup or a new
 //! commit stays with its record); the trailer is stripped again.
-use super::{date, mailbox, mailbox::Commit, patch_path, tree, Series};
+use super::{mailbox, mailbox::Commit, patch_path, tree, Series};
 use crate::catalog::Catalog;
 use anyhow::{bail, Context, Result};
 use git2::{build::CheckoutBuilder, Oid, Repository, Signature, Time};
@@ -98,7 +98,7 @@ pub fn import(root: &Path, dir: &Path) -> Result<Imported> {
     for pair in history.windows(2) {
         let (parent, c) = (&pair[0], &pair[1]);
         let (message, record) = split_trailer(c.message().unwrap_or(""));
-        let (subject, body) = Commit::split_message(&message);
+        let (subject, _) = Commit::split_message(&message);
         let record = match (record, groups.last()) {
             (Some(r), _) => r,
             (None, Some((r, _))) => *r,
@@ -111,18 +111,7 @@ pub fn import(root: &Path, dir: &Path) -> Result<Imported> {
         if diff.is_empty() {
             continue;
         }
-        let author = c.author();
-        let mail = Commit {
-            author: format!(
-                "{} <{}>",
-                author.name().unwrap_or(""),
-                author.email().unwrap_or("")
-            ),
-            date: date::format(author.when().seconds(), author.when().offset_minutes()),
-            subject,
-            body,
-            diff,
-        };
+        let mail = Commit::from_git(c, &message, diff);
         match groups.last_mut() {
             Some((r, commits)) if *r == record => commits.push(mail),
             _ => groups.push((record, vec![mail])),

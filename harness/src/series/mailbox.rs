@@ -37,6 +37,19 @@ impl Commit {
         }
     }
 
+    /// A mailbox commit from a git commit's author and date, the given message and diff.
+    pub fn from_git(c: &git2::Commit, message: &str, diff: String) -> Commit {
+        let (subject, body) = Commit::split_message(message);
+        let author = c.author();
+        Commit {
+            author: format!("{} <{}>", author.name().unwrap_or(""), author.email().unwrap_or("")),
+            date: date::format(author.when().seconds(), author.when().offset_minutes()),
+            subject,
+            body,
+            diff,
+        }
+    }
+
     /// Splits a commit message into subject and body (git's rule: the first paragraph is the
     /// subject, its lines joined by spaces).
     pub fn split_message(message: &str) -> (String, String) {
