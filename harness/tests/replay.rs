@@ -105,7 +105,7 @@ fn rank_pid(parent: u32, rank: usize) -> Option<u32> {
 #[test]
 fn a_killed_rank_ends_the_job_naming_it() {
     let results = tempfile::tempdir().unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_records"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_records"))
         .args(["replay", "1", "--ranks", "2", "--steps", "500", "--results"])
         .arg(results.path())
         .env("RECORDS_ROOT", repo())
@@ -119,10 +119,12 @@ fn a_killed_rank_ends_the_job_naming_it() {
         if let Some(pid) = rank_pid(child.id(), 1) {
             break pid;
         }
-        assert!(
-            start.elapsed() < Duration::from_secs(600),
-            "rank 1 never started"
-        );
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+            panic!("replay ended ({status}) before rank 1 started: {err}");
+        }
+        assert!(start.elapsed() < Duration::from_secs(600), "rank 1 never started");
         std::thread::sleep(Duration::from_millis(200));
     };
     std::thread::sleep(Duration::from_secs(2));

@@ -177,9 +177,10 @@ pub fn diff_text(repo: &Repository, old: Option<Oid>, new: Oid) -> Result<String
 
 /// Writes `tree` as `dest`, replacing what is there: the files go to a sibling temp folder that
 /// is renamed into place, so `dest` is never half written. A `dest` already holding this tree
-/// is left alone.
+/// is left alone, also when another process (a concurrent replay) finished it first.
 pub fn write_dir(repo: &Repository, tree: Oid, dest: &Path) -> Result<(), TreeError> {
-    if std::fs::read_to_string(dest.join(MARKER)).is_ok_and(|s| s.trim() == tree.to_string()) {
+    let holds = |d: &Path| std::fs::read_to_string(d.join(MARKER)).is_ok_and(|s| s.trim() == tree.to_string());
+    if holds(dest) {
         return Ok(());
     }
     let parent = dest.parent().unwrap_or(Path::new("."));
@@ -199,10 +200,15 @@ pub fn write_dir(repo: &Repository, tree: Oid, dest: &Path) -> Result<(), TreeEr
         write_file(&file, mode, &data).map_err(io(&file))?;
     }
     std::fs::write(tmp.join(MARKER), format!("{tree}\n")).map_err(io(&tmp))?;
-    if dest.exists() {
-        std::fs::rename(dest, &old).map_err(io(dest))?;
+    if !holds(dest) && dest.exists() {
+        let _ = std::fs::rename(dest, &old);
     }
-    std::fs::rename(&tmp, dest).map_err(io(dest))?;
+    if let Err(e) = std::fs::rename(&tmp, dest) {
+        let _ = std::fs::remove_dir_all(&tmp);
+        if !holds(dest) {
+            return Err(io(dest)(e));
+        }
+    }
     let _ = std::fs::remove_dir_all(&old);
     Ok(())
 }
