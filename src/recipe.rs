@@ -122,7 +122,10 @@ impl Recipe {
     /// smaller micro-batches. Either way a step sees the same `batch_tokens`.
     pub fn micro_batch(&self, ranks: usize) -> Result<(usize, usize)> {
         let rows = self.batch_tokens / self.seq_len.max(1);
-        if ranks == 0 || !self.batch_tokens.is_multiple_of(self.seq_len) || !rows.is_multiple_of(ranks) {
+        if ranks == 0
+            || !self.batch_tokens.is_multiple_of(self.seq_len)
+            || !rows.is_multiple_of(ranks)
+        {
             bail!(
                 "recipe.batch_tokens = {} does not split into rows of seq_len = {} over {ranks} ranks",
                 self.batch_tokens,

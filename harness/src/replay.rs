@@ -1,20 +1,20 @@
 //! Replaying a record: the data it needs, building its trainer, running the ranks, results.
 use crate::paths;
+use crate::series::build::{run_cargo, TreeBuild};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-/// Builds the `train` binary of the tree at `tree` (release, shared target dir, so a second
-/// build of the same tree does nothing). Cargo's own progress goes to stderr.
-pub fn build_trainer(root: &Path, tree: &Path, target_dir: &Path, cuda: bool) -> Result<PathBuf> {
-    if !paths::venv_dir(root).join("libtorch").exists() && std::env::var_os("LIBTORCH").is_none() {
+/// Builds the `train` binary of the materialized tree at `tree` (or, with `head`, of the
+/// checkout itself, into its own target dir). A second build of the same tree does nothing.
+pub fn build_trainer(root: &Path, tree: &Path, head: bool, cuda: bool) -> Result<PathBuf> {
+    let libtorch = paths::venv_dir(root).join("libtorch");
+    if !libtorch.exists() && std::env::var_os("LIBTORCH").is_none() {
         bail!(
             "libtorch is not set up ({} is missing): run scripts/setup.sh",
-            paths::venv_dir(root).join("libtorch").display()
+            libtorch.display()
         );
     }
-    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cmd.args([
+    let mut args = vec![
         "build",
         "--release",
         "--quiet",
@@ -22,22 +22,18 @@ pub fn build_trainer(root: &Path, tree: &Path, target_dir: &Path, cuda: bool) ->
         "trainer",
         "--bin",
         "train",
-        "--manifest-path",
-    ])
-    .arg(tree.join("Cargo.toml"))
-    .env("CARGO_TARGET_DIR", target_dir)
-    .current_dir(tree);
+    ];
     if cuda {
-        cmd.args(["--features", "cuda"]);
+        args.extend(["--features", "cuda"]);
     }
-    let status = cmd.status().context("running cargo (is Rust installed?)")?;
-    if !status.success() {
-        bail!(
-            "building the trainer in {} failed (cargo's errors are above)",
-            tree.display()
-        );
+    if head {
+        let target = paths::cargo_target_dir(root);
+        run_cargo(&target, root, &args)?;
+        return Ok(target.join("release").join("train"));
     }
-    Ok(target_dir.join("release").join("train"))
+    let build = TreeBuild::start(root, tree)?;
+    build.cargo(&args)?;
+    build.keep_binary("train")
 }
 
 /// A results folder written in a temp folder and renamed into place when complete, so

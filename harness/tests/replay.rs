@@ -124,7 +124,10 @@ fn a_killed_rank_ends_the_job_naming_it() {
             std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
             panic!("replay ended ({status}) before rank 1 started: {err}");
         }
-        assert!(start.elapsed() < Duration::from_secs(600), "rank 1 never started");
+        assert!(
+            start.elapsed() < Duration::from_secs(600),
+            "rank 1 never started"
+        );
         std::thread::sleep(Duration::from_millis(200));
     };
     std::thread::sleep(Duration::from_secs(2));

@@ -12,7 +12,8 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(
     name = "gpu-check",
-    about = "Check flash attention, record #1's speed, fused AdamW and CUDA graphs on one GPU"
+    about = "Check flash attention, record #1's speed, fused AdamW and CUDA graphs on one GPU",
+    args_override_self = true
 )]
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 struct Args {

@@ -135,7 +135,8 @@ pub enum Kernel {
     Auto,
     /// The shim's FlashAttention-2 (CUDA, bf16/fp16); an error elsewhere.
     Flash,
-    /// SDPA with an explicit mask (any device and dtype): the reference.
+    /// SDPA with an explicit mask (any device and dtype): the reference. With documents the mask
+    /// is `[B*T, B*T]`, sized for tests and small batches.
     Sdpa,
 }
 

@@ -1,12 +1,11 @@
 //! `records series check`: every record's tree materializes, re-applying its patch to the
 //! parent's tree gives exactly its tree, its notes point at real lines, and (with `build`)
 //! every tree compiles.
-use super::{apply, build_dir, patch_path, tree, tree_dir, Series};
+use super::{apply, build, patch_path, tree, tree_dir, Series};
 use crate::catalog::Catalog;
 use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository};
 use std::path::Path;
-use std::process::Command;
 
 /// What was checked for one record.
 #[derive(Debug, Clone)]
@@ -80,19 +79,19 @@ pub fn check(root: &Path, build: bool, log: &mut dyn FnMut(&str)) -> Result<Vec<
             let dir = tree_dir(root, r);
             tree::write_dir(&repo, trees[&r], &dir)?;
             // Release profile for both: libtorch's bindings (a minutes-long C++ build script)
-            // then build once for all trees and for the replays.
+            // then build once for all trees and their replays.
             let action = if r == first || r == newest {
                 "build"
             } else {
                 "check"
             };
-            cargo(
-                root,
-                &dir,
-                &[action, "--release", "--all-targets", "-p", "trainer"],
-                r,
-                log,
-            )?;
+            let args = [action, "--release", "--all-targets", "-p", "trainer"];
+            log(&format!("     #{r:<3} cargo {}", args.join(" ")));
+            build::TreeBuild::start(root, &dir)
+                .and_then(|b| b.cargo(&args))
+                .with_context(|| {
+                    format!("record #{r}: its tree does not build; fix the record's patch")
+                })?;
         }
     }
     Ok(out)
@@ -150,27 +149,6 @@ fn check_notes(repo: &Repository, tree: Oid, manifest: &crate::catalog::Manifest
                 manifest.record.number
             );
         }
-    }
-    Ok(())
-}
-
-fn cargo(
-    root: &Path,
-    dir: &Path,
-    args: &[&str],
-    record: u32,
-    log: &mut dyn FnMut(&str),
-) -> Result<()> {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    log(&format!("     #{record:<3} cargo {}", args.join(" ")));
-    let status = Command::new(&cargo)
-        .args(args)
-        .current_dir(dir)
-        .env("CARGO_TARGET_DIR", build_dir(root))
-        .status()
-        .with_context(|| format!("running cargo in {}", dir.display()))?;
-    if !status.success() {
-        bail!("record #{record}: `cargo {}` failed in {} ({status}); fix the record's patch so its tree builds", args.join(" "), dir.display());
     }
     Ok(())
 }

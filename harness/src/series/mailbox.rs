@@ -42,7 +42,11 @@ impl Commit {
         let (subject, body) = Commit::split_message(message);
         let author = c.author();
         Commit {
-            author: format!("{} <{}>", author.name().unwrap_or(""), author.email().unwrap_or("")),
+            author: format!(
+                "{} <{}>",
+                author.name().unwrap_or(""),
+                author.email().unwrap_or("")
+            ),
             date: date::format(author.when().seconds(), author.when().offset_minutes()),
             subject,
             body,

@@ -4,6 +4,7 @@
 //! first, and #1 has no patch. Tree(N) is the checkout with the patches of every newer record
 //! reverse-applied by libgit2, newest first, in an in-memory repository.
 pub mod apply;
+pub mod build;
 pub mod capture;
 pub mod check;
 pub mod date;
@@ -79,10 +80,10 @@ pub fn tree_dir(root: &Path, record: u32) -> PathBuf {
         .join(format!("{record:02}"))
 }
 
-/// The cargo target dir every materialized tree builds into: the checkout's own, so libtorch's
-/// bindings and every other dependency build once for all records.
+/// The cargo target dir every materialized tree builds into (see `build`): beside the
+/// checkout's own, never the same.
 pub fn build_dir(root: &Path) -> PathBuf {
-    crate::paths::cargo_target_dir(root)
+    crate::paths::cargo_target_dir(root).join("records-trees")
 }
 
 impl Series {

@@ -179,7 +179,9 @@ pub fn diff_text(repo: &Repository, old: Option<Oid>, new: Oid) -> Result<String
 /// is renamed into place, so `dest` is never half written. A `dest` already holding this tree
 /// is left alone, also when another process (a concurrent replay) finished it first.
 pub fn write_dir(repo: &Repository, tree: Oid, dest: &Path) -> Result<(), TreeError> {
-    let holds = |d: &Path| std::fs::read_to_string(d.join(MARKER)).is_ok_and(|s| s.trim() == tree.to_string());
+    let holds = |d: &Path| {
+        std::fs::read_to_string(d.join(MARKER)).is_ok_and(|s| s.trim() == tree.to_string())
+    };
     if holds(dest) {
         return Ok(());
     }
