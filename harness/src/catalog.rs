@@ -96,9 +96,7 @@ impl Manifest {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let mut m: Manifest = toml::from_str(&text).map_err(|e| {
-            let line = e
-                .span()
-                .map_or(0, |s| text[..s.start].matches('\n').count() + 1);
+            let line = e.span().map_or(0, |s| text[..s.start].matches('\n').count() + 1);
             anyhow::anyhow!("{}: line {line}: {}", path.display(), e.message().trim())
         })?;
         m.path = path.to_path_buf();
@@ -111,10 +109,7 @@ impl Manifest {
         let r = &self.record;
         let stem = self.path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
         if stem.parse::<u32>().ok() != Some(r.number) {
-            bail!(
-                "{p}: record.number = {} but the file is named {stem}.toml",
-                r.number
-            );
+            bail!("{p}: record.number = {} but the file is named {stem}.toml", r.number);
         }
         if !SERIES.contains(&r.number) {
             bail!("{p}: record {} is not in the series {SERIES:?}", r.number);
@@ -181,25 +176,16 @@ impl Catalog {
 
     /// The record numbered `n`, or an error that lists the known ones.
     pub fn get(&self, n: u32) -> Result<&Manifest> {
-        self.records
-            .iter()
-            .find(|m| m.record.number == n)
-            .with_context(|| {
-                let known: Vec<String> = self
-                    .records
-                    .iter()
-                    .map(|m| m.record.number.to_string())
-                    .collect();
-                format!("unknown record {n}; known records: {}", known.join(", "))
-            })
+        self.records.iter().find(|m| m.record.number == n).with_context(|| {
+            let known: Vec<String> =
+                self.records.iter().map(|m| m.record.number.to_string()).collect();
+            format!("unknown record {n}; known records: {}", known.join(", "))
+        })
     }
 
     /// The lab-scale target (from record #1's manifest).
     pub fn lab_target(&self) -> Result<&LabTarget> {
-        self.get(1)?
-            .lab_target
-            .as_ref()
-            .context("records/01.toml has no [lab_target] table")
+        self.get(1)?.lab_target.as_ref().context("records/01.toml has no [lab_target] table")
     }
 
     /// The newest record: its trainer is `src/` at HEAD.

@@ -59,19 +59,9 @@ impl Paint {
 /// One key of a recipe (or lab) table that differs; keys are dotted paths.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RecipeChange {
-    Added {
-        key: String,
-        new: toml::Value,
-    },
-    Removed {
-        key: String,
-        old: toml::Value,
-    },
-    Changed {
-        key: String,
-        old: toml::Value,
-        new: toml::Value,
-    },
+    Added { key: String, new: toml::Value },
+    Removed { key: String, old: toml::Value },
+    Changed { key: String, old: toml::Value, new: toml::Value },
 }
 
 /// The recipe and lab keys that differ from `a` to `b`, sorted by key.
@@ -84,19 +74,11 @@ pub fn recipe_changes(a: &Manifest, b: &Manifest) -> Vec<RecipeChange> {
     let keys: std::collections::BTreeSet<&String> = fa.keys().chain(fb.keys()).collect();
     keys.into_iter()
         .filter_map(|k| match (fa.get(k), fb.get(k)) {
-            (Some(o), Some(n)) if o != n => Some(RecipeChange::Changed {
-                key: k.clone(),
-                old: o.clone(),
-                new: n.clone(),
-            }),
-            (None, Some(n)) => Some(RecipeChange::Added {
-                key: k.clone(),
-                new: n.clone(),
-            }),
-            (Some(o), None) => Some(RecipeChange::Removed {
-                key: k.clone(),
-                old: o.clone(),
-            }),
+            (Some(o), Some(n)) if o != n => {
+                Some(RecipeChange::Changed { key: k.clone(), old: o.clone(), new: n.clone() })
+            }
+            (None, Some(n)) => Some(RecipeChange::Added { key: k.clone(), new: n.clone() }),
+            (Some(o), None) => Some(RecipeChange::Removed { key: k.clone(), old: o.clone() }),
             _ => None,
         })
         .collect()
@@ -134,16 +116,8 @@ pub fn code_diff(old: &Files, new: &Files, paint: Paint) -> (String, Vec<FileSta
         if o == n {
             continue;
         }
-        let a_name = if o.is_some() {
-            format!("a/{path}")
-        } else {
-            "/dev/null".into()
-        };
-        let b_name = if n.is_some() {
-            format!("b/{path}")
-        } else {
-            "/dev/null".into()
-        };
+        let a_name = if o.is_some() { format!("a/{path}") } else { "/dev/null".into() };
+        let b_name = if n.is_some() { format!("b/{path}") } else { "/dev/null".into() };
         out.push_str(&paint.bold(&format!("diff {a_name} {b_name}")));
         out.push('\n');
         if let (Some((om, _)), Some((nm, _))) = (o, n) {
@@ -154,19 +128,11 @@ pub fn code_diff(old: &Files, new: &Files, paint: Paint) -> (String, Vec<FileSta
         let (ob, nb) = (o.map_or(&[][..], |x| &x.1), n.map_or(&[][..], |x| &x.1));
         let (Ok(ot), Ok(nt)) = (std::str::from_utf8(ob), std::str::from_utf8(nb)) else {
             out.push_str(&format!("Binary files {a_name} and {b_name} differ\n"));
-            stats.push(FileStat {
-                path: path.clone(),
-                added: 0,
-                removed: 0,
-            });
+            stats.push(FileStat { path: path.clone(), added: 0, removed: 0 });
             continue;
         };
         let td = TextDiff::from_lines(ot, nt);
-        let mut stat = FileStat {
-            path: path.clone(),
-            added: 0,
-            removed: 0,
-        };
+        let mut stat = FileStat { path: path.clone(), added: 0, removed: 0 };
         if ot != nt {
             out.push_str(&paint.bold(&format!("--- {a_name}\n+++ {b_name}")));
             out.push('\n');
@@ -211,10 +177,7 @@ pub fn render(root: &Path, a: u32, b: u32, parts: Parts, paint: Paint) -> Result
     let (old, new) = if need_trees {
         let repo = apply::scratch_repo()?;
         let trees = series.trees(&repo, if pa < pb { a } else { b })?;
-        (
-            tree::files(&repo, trees[&a])?,
-            tree::files(&repo, trees[&b])?,
-        )
+        (tree::files(&repo, trees[&a])?, tree::files(&repo, trees[&b])?)
     } else {
         Default::default()
     };
@@ -245,11 +208,7 @@ pub fn render(root: &Path, a: u32, b: u32, parts: Parts, paint: Paint) -> Result
         out.push('\n');
         out.push_str(&paint.bold(&format!("Code #{a} → #{b}")));
         out.push('\n');
-        out.push_str(if code.is_empty() {
-            "  (the trees are identical)\n"
-        } else {
-            &code
-        });
+        out.push_str(if code.is_empty() { "  (the trees are identical)\n" } else { &code });
     }
     Ok(out)
 }
@@ -266,9 +225,7 @@ fn series_view(catalog: &Catalog, series: &Series, a: u32, b: u32, paint: Paint)
         records.reverse();
         format!(
             "{}\n",
-            paint.bold(&format!(
-                "Commits undone from #{a} back to #{b} (newest first)"
-            ))
+            paint.bold(&format!("Commits undone from #{a} back to #{b} (newest first)"))
         )
     };
     if records.is_empty() {
@@ -312,18 +269,10 @@ fn stat_view(stats: &[FileStat]) -> String {
     let width = stats.iter().map(|s| s.path.len()).max().unwrap_or(0);
     let mut out = String::from("  Files:\n");
     for s in stats {
-        out.push_str(&format!(
-            "    {:<width$}  +{} -{}\n",
-            s.path, s.added, s.removed
-        ));
+        out.push_str(&format!("    {:<width$}  +{} -{}\n", s.path, s.added, s.removed));
     }
-    let (add, del) = stats
-        .iter()
-        .fold((0, 0), |t, s| (t.0 + s.added, t.1 + s.removed));
-    out.push_str(&format!(
-        "    {} file(s) changed, +{add} -{del}\n",
-        stats.len()
-    ));
+    let (add, del) = stats.iter().fold((0, 0), |t, s| (t.0 + s.added, t.1 + s.removed));
+    out.push_str(&format!("    {} file(s) changed, +{add} -{del}\n", stats.len()));
     out
 }
 
@@ -332,28 +281,19 @@ mod tests {
     use super::*;
 
     fn files(list: &[(&str, &str)]) -> Files {
-        list.iter()
-            .map(|(p, t)| (p.to_string(), (0o100644, t.as_bytes().to_vec())))
-            .collect()
+        list.iter().map(|(p, t)| (p.to_string(), (0o100644, t.as_bytes().to_vec()))).collect()
     }
 
     #[test]
     fn code_diff_covers_changed_new_and_deleted_files() {
-        let old = files(&[
-            ("a.rs", "one\ntwo\n"),
-            ("gone.rs", "x\n"),
-            ("same.rs", "s\n"),
-        ]);
+        let old = files(&[("a.rs", "one\ntwo\n"), ("gone.rs", "x\n"), ("same.rs", "s\n")]);
         let new = files(&[("a.rs", "one\n2\n"), ("new.rs", "y\n"), ("same.rs", "s\n")]);
         let (text, stats) = code_diff(&old, &new, Paint(false));
         assert!(
             text.contains("--- a/a.rs\n+++ b/a.rs\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n"),
             "{text}"
         );
-        assert!(
-            text.contains("--- a/gone.rs\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"),
-            "{text}"
-        );
+        assert!(text.contains("--- a/gone.rs\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"), "{text}");
         assert!(text.contains("+++ b/new.rs\n@@ -0,0 +1 @@\n+y\n"), "{text}");
         assert!(!text.contains("same.rs"));
         let a = stats.iter().find(|s| s.path == "a.rs").unwrap();

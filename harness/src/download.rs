@@ -23,10 +23,7 @@ pub const DEFAULT_TRAIN_SHARDS: u32 = 9;
 
 /// sha256 (= LFS oid) of the files whose hashes data.md §1.2 pins.
 pub const PINNED_SHA256: [(&str, &str); 10] = [
-    (
-        "fineweb_val_000000.bin",
-        "5b95c8e0966f0861685b307b23dc5ae42b228ef74b28cb499784ae021f201640",
-    ),
+    ("fineweb_val_000000.bin", "5b95c8e0966f0861685b307b23dc5ae42b228ef74b28cb499784ae021f201640"),
     (
         "fineweb_train_000001.bin",
         "771fa4a99b9fe0946ffb6e848b4ba5c6a9b0fe87860ebf03bc2c1c7e45f8178e",
@@ -88,25 +85,11 @@ pub enum DownloadError {
     #[error("GET {url}: the server refused the range even for a fresh download (HTTP 416)")]
     RangeRefused { url: String },
     #[error("{part}: the download stopped after {got} of {expected} bytes ({why}); the partial file is kept, rerun to resume")]
-    Incomplete {
-        part: PathBuf,
-        got: u64,
-        expected: String,
-        why: String,
-    },
+    Incomplete { part: PathBuf, got: u64, expected: String, why: String },
     #[error("{file}: {got} bytes but the server says the file has {expected}; deleted {part}, rerun to download again")]
-    SizeMismatch {
-        file: String,
-        part: PathBuf,
-        got: u64,
-        expected: u64,
-    },
+    SizeMismatch { file: String, part: PathBuf, got: u64, expected: u64 },
     #[error("{file}: sha256 {actual} does not match the expected {expected}; deleted the download, rerun to fetch it again")]
-    Checksum {
-        file: String,
-        expected: String,
-        actual: String,
-    },
+    Checksum { file: String, expected: String, actual: String },
     #[error("{path}")]
     Io {
         path: PathBuf,
@@ -114,22 +97,13 @@ pub enum DownloadError {
         source: std::io::Error,
     },
     #[error("{path} was downloaded but is not a valid shard, so it was deleted")]
-    BadShard {
-        path: PathBuf,
-        source: corpus::shard::ShardError,
-    },
+    BadShard { path: PathBuf, source: corpus::shard::ShardError },
     #[error("{path} exists but is not a valid shard (delete it and rerun)")]
-    BadExisting {
-        path: PathBuf,
-        source: corpus::shard::ShardError,
-    },
+    BadExisting { path: PathBuf, source: corpus::shard::ShardError },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> DownloadError + '_ {
-    move |source| DownloadError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
+    move |source| DownloadError::Io { path: path.to_path_buf(), source }
 }
 
 /// What to fetch and where.
@@ -171,9 +145,7 @@ pub fn default_dest(root: &Path) -> PathBuf {
 /// The endpoint flag if given, else `HF_ENDPOINT`, else huggingface.co; no trailing slash.
 pub fn resolve_endpoint(flag: Option<&str>) -> String {
     let env = std::env::var("HF_ENDPOINT").ok();
-    let chosen = flag
-        .or(env.as_deref().filter(|e| !e.is_empty()))
-        .unwrap_or(DEFAULT_ENDPOINT);
+    let chosen = flag.or(env.as_deref().filter(|e| !e.is_empty())).unwrap_or(DEFAULT_ENDPOINT);
     chosen.trim_end_matches('/').to_string()
 }
 
@@ -211,16 +183,10 @@ pub fn download_fineweb(opts: &DownloadOptions) -> anyhow::Result<Vec<PathBuf>> 
     for file in file_names(opts.train_shards) {
         let dest = opts.dest.join(&file);
         if dest.exists() {
-            corpus::shard::Shard::open(&dest).map_err(|source| DownloadError::BadExisting {
-                path: dest.clone(),
-                source,
-            })?;
+            corpus::shard::Shard::open(&dest)
+                .map_err(|source| DownloadError::BadExisting { path: dest.clone(), source })?;
         } else {
-            let pin = opts
-                .pinned_sha256
-                .iter()
-                .find(|(f, _)| *f == file)
-                .map(|(_, h)| h.as_str());
+            let pin = opts.pinned_sha256.iter().find(|(f, _)| *f == file).map(|(_, h)| h.as_str());
             fetch(&client, &file_url(&endpoint, &file), &file, &dest, pin)?;
         }
         paths.push(dest);
@@ -258,9 +224,8 @@ fn sha256_etag(tag: &str) -> Option<String> {
 /// Range on every hop.
 fn get(client: &Client, url: &str, have: u64) -> Result<(Response, Linked), DownloadError> {
     let mut linked = Linked::default();
-    let mut url = reqwest::Url::parse(url).map_err(|_| DownloadError::BadRedirect {
-        url: url.to_string(),
-    })?;
+    let mut url = reqwest::Url::parse(url)
+        .map_err(|_| DownloadError::BadRedirect { url: url.to_string() })?;
     for _ in 0..=MAX_REDIRECTS {
         let mut req = client.get(url.clone());
         if have > 0 {
@@ -279,14 +244,10 @@ fn get(client: &Client, url: &str, have: u64) -> Result<(Response, Linked), Down
             .get(LOCATION)
             .and_then(|l| l.to_str().ok())
             .and_then(|l| url.join(l).ok())
-            .ok_or_else(|| DownloadError::BadRedirect {
-                url: url.to_string(),
-            })?;
+            .ok_or_else(|| DownloadError::BadRedirect { url: url.to_string() })?;
         url = next;
     }
-    Err(DownloadError::TooManyRedirects {
-        url: url.to_string(),
-    })
+    Err(DownloadError::TooManyRedirects { url: url.to_string() })
 }
 
 /// Downloads one file to `dest` via `dest.part`.
@@ -313,9 +274,7 @@ fn fetch(
                 retried_416 = true;
             }
             StatusCode::RANGE_NOT_SATISFIABLE => {
-                return Err(DownloadError::RangeRefused {
-                    url: url.to_string(),
-                })
+                return Err(DownloadError::RangeRefused { url: url.to_string() })
             }
             StatusCode::PARTIAL_CONTENT if have > 0 => {
                 let got = resp
@@ -325,30 +284,18 @@ fn fetch(
                     .unwrap_or("")
                     .to_string();
                 if !got.starts_with(&format!("bytes {have}-")) {
-                    return Err(DownloadError::BadContentRange {
-                        url: url.to_string(),
-                        have,
-                        got,
-                    });
+                    return Err(DownloadError::BadContentRange { url: url.to_string(), have, got });
                 }
                 break (resp, linked, have);
             }
             // 200 after a Range means the server ignored it: start over.
             StatusCode::OK => break (resp, linked, 0),
-            status => {
-                return Err(DownloadError::Status {
-                    url: url.to_string(),
-                    status,
-                })
-            }
+            status => return Err(DownloadError::Status { url: url.to_string(), status }),
         }
     };
-    let mut out = if have > 0 {
-        OpenOptions::new().append(true).open(&part)
-    } else {
-        File::create(&part)
-    }
-    .map_err(io_err(&part))?;
+    let mut out =
+        if have > 0 { OpenOptions::new().append(true).open(&part) } else { File::create(&part) }
+            .map_err(io_err(&part))?;
     let total = resp.content_length().map(|n| n + have);
     let got = copy_with_progress(&mut resp, &mut out, file, have, total);
     out.sync_all().map_err(io_err(&part))?;
@@ -371,13 +318,7 @@ fn fetch(
 
 /// The total size in a 416's `Content-Range: bytes */N`.
 fn range_total(resp: &Response) -> Option<u64> {
-    resp.headers()
-        .get(CONTENT_RANGE)?
-        .to_str()
-        .ok()?
-        .strip_prefix("bytes */")?
-        .parse()
-        .ok()
+    resp.headers().get(CONTENT_RANGE)?.to_str().ok()?.strip_prefix("bytes */")?.parse().ok()
 }
 
 /// Checks a fully received `part` (size, sha256), renames it to `dest` and opens it as a shard.
@@ -402,10 +343,7 @@ fn finish(
     fs::rename(part, dest).map_err(io_err(dest))?;
     if let Err(source) = corpus::shard::Shard::open(dest) {
         fs::remove_file(dest).map_err(io_err(dest))?;
-        return Err(DownloadError::BadShard {
-            path: dest.to_path_buf(),
-            source,
-        });
+        return Err(DownloadError::BadShard { path: dest.to_path_buf(), source });
     }
     Ok(())
 }
@@ -473,11 +411,7 @@ fn check_sha256(
         return Ok(());
     }
     fs::remove_file(part).map_err(io_err(part))?;
-    Err(DownloadError::Checksum {
-        file: file.to_string(),
-        expected: expected.to_string(),
-        actual,
-    })
+    Err(DownloadError::Checksum { file: file.to_string(), expected: expected.to_string(), actual })
 }
 
 fn sha256_file(path: &Path) -> Result<String, DownloadError> {
@@ -502,11 +436,7 @@ mod tests {
     fn urls_and_names_follow_upstream() {
         assert_eq!(
             file_names(2),
-            [
-                "fineweb_val_000000.bin",
-                "fineweb_train_000001.bin",
-                "fineweb_train_000002.bin"
-            ]
+            ["fineweb_val_000000.bin", "fineweb_train_000001.bin", "fineweb_train_000002.bin"]
         );
         assert_eq!(
             file_url("https://huggingface.co", "fineweb_train_000001.bin"),
@@ -520,10 +450,7 @@ mod tests {
         let h = "5b95c8e0966f0861685b307b23dc5ae42b228ef74b28cb499784ae021f201640";
         assert_eq!(sha256_etag(&format!("\"{h}\"")).as_deref(), Some(h));
         assert_eq!(sha256_etag(&format!("W/\"{h}\"")).as_deref(), Some(h));
-        assert_eq!(
-            sha256_etag("\"2aae6c35c94fcfb415dbe95f408b9ce91ee846ed\""),
-            None
-        );
+        assert_eq!(sha256_etag("\"2aae6c35c94fcfb415dbe95f408b9ce91ee846ed\""), None);
     }
 
     #[test]

@@ -105,11 +105,7 @@ pub enum LaunchError {
     #[error("cannot pick a free port on 127.0.0.1: {0}")]
     NoPort(io::Error),
     #[error("cannot start rank {rank} ({bin}): {source}")]
-    Spawn {
-        rank: usize,
-        bin: String,
-        source: io::Error,
-    },
+    Spawn { rank: usize, bin: String, source: io::Error },
     /// The first rank that failed; the others were stopped.
     #[error("rank {rank} {how}: {}", shown(.stderr_tail))]
     RankFailed {
@@ -199,13 +195,7 @@ impl Layout {
         if opts.node_rank == 0 && opts.master_port.is_some() {
             check_port(&addr, port)?;
         }
-        Ok(Layout {
-            nproc,
-            nnodes: opts.nnodes,
-            node_rank: opts.node_rank,
-            addr,
-            port,
-        })
+        Ok(Layout { nproc, nnodes: opts.nnodes, node_rank: opts.node_rank, addr, port })
     }
 
     fn global(&self, local: usize) -> usize {
@@ -245,10 +235,9 @@ fn check_port(addr: &str, port: u16) -> Result<(), LaunchError> {
     };
     match TcpListener::bind(bind) {
         Ok(_) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::AddrInUse => Err(LaunchError::PortInUse {
-            addr: bind.to_string(),
-            port,
-        }),
+        Err(e) if e.kind() == io::ErrorKind::AddrInUse => {
+            Err(LaunchError::PortInUse { addr: bind.to_string(), port })
+        }
         // Not ours to judge (say, a remote address): the trainer reports it precisely.
         Err(_) => Ok(()),
     }
@@ -264,7 +253,9 @@ enum Event {
     /// A pipe reached end of file.
     Closed,
     /// The process ended (not yet reaped).
-    Exited { local: usize },
+    Exited {
+        local: usize,
+    },
 }
 
 struct Rank {
@@ -298,17 +289,10 @@ fn spawn(
         .env("MASTER_PORT", layout.port.to_string())
         .envs(opts.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
-        .stdout(if local == 0 {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
+        .stdout(if local == 0 { Stdio::piped() } else { Stdio::null() })
         .stderr(Stdio::piped());
     let omp_set = std::env::var_os("OMP_NUM_THREADS").is_some()
-        || opts
-            .env
-            .iter()
-            .any(|(k, _)| k == OsStr::new("OMP_NUM_THREADS"));
+        || opts.env.iter().any(|(k, _)| k == OsStr::new("OMP_NUM_THREADS"));
     if !omp_set {
         // torchrun's rule shares the cores instead of oversubscribing them N times.
         let cores = thread::available_parallelism().map_or(1, |n| n.get());
@@ -335,13 +319,7 @@ fn spawn(
         wait_exit(pid);
         let _ = tx.send(Event::Exited { local });
     });
-    Ok(Rank {
-        local,
-        global,
-        child,
-        status: None,
-        tail: VecDeque::new(),
-    })
+    Ok(Rank { local, global, child, status: None, tail: VecDeque::new() })
 }
 
 /// Linux: the rank gets SIGKILL when the launcher dies, even by SIGKILL; no orphans.
@@ -373,12 +351,7 @@ fn wait_exit(pid: u32) {
         // SAFETY: waitid writes only into `info`, which lives on this stack frame.
         let rc = unsafe {
             let mut info: libc::siginfo_t = std::mem::zeroed();
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
+            libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT)
         };
         if rc == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
             return;
@@ -395,17 +368,9 @@ fn read_lines(pipe: impl Read + Send + 'static, local: usize, stream: Stream, tx
             match reader.read_until(b'\n', &mut buf) {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {
-                    let text = String::from_utf8_lossy(&buf)
-                        .trim_end_matches(['\n', '\r'])
-                        .to_string();
-                    if tx
-                        .send(Event::Line {
-                            local,
-                            stream,
-                            text,
-                        })
-                        .is_err()
-                    {
+                    let text =
+                        String::from_utf8_lossy(&buf).trim_end_matches(['\n', '\r']).to_string();
+                    if tx.send(Event::Line { local, stream, text }).is_err() {
                         break;
                     }
                 }
@@ -427,11 +392,7 @@ fn watch(
     let mut drained_by: Option<Instant> = None;
     loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(Event::Line {
-                local,
-                stream,
-                text,
-            }) => {
+            Ok(Event::Line { local, stream, text }) => {
                 let rank = &mut ranks[local];
                 if stream == Stream::Stderr {
                     if rank.tail.len() == TAIL_LINES {
@@ -439,11 +400,7 @@ fn watch(
                     }
                     rank.tail.push_back(text.clone());
                 }
-                on_line(Line {
-                    rank: rank.global,
-                    stream,
-                    text: &text,
-                });
+                on_line(Line { rank: rank.global, stream, text: &text });
             }
             Ok(Event::Closed) | Err(RecvTimeoutError::Timeout) => {}
             Ok(Event::Exited { local }) => {
@@ -498,9 +455,7 @@ fn watch(
 fn reap(child: &mut Child) -> ExitStatus {
     match child.try_wait() {
         Ok(Some(status)) => status,
-        _ => child
-            .wait()
-            .unwrap_or_else(|_| ExitStatus::from_raw(libc::SIGKILL)),
+        _ => child.wait().unwrap_or_else(|_| ExitStatus::from_raw(libc::SIGKILL)),
     }
 }
 

@@ -5,11 +5,7 @@ use std::process::ExitCode;
 mod cmd;
 
 #[derive(Parser)]
-#[command(
-    name = "records",
-    version,
-    about = "Replay the NanoGPT speedrun records as code review"
-)]
+#[command(name = "records", version, about = "Replay the NanoGPT speedrun records as code review")]
 struct Cli {
     #[command(subcommand)]
     command: Command,

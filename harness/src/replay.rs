@@ -9,20 +9,9 @@ use std::path::{Path, PathBuf};
 pub fn build_trainer(root: &Path, tree: &Path, head: bool, cuda: bool) -> Result<PathBuf> {
     let libtorch = paths::venv_dir(root).join("libtorch");
     if !libtorch.exists() && std::env::var_os("LIBTORCH").is_none() {
-        bail!(
-            "libtorch is not set up ({} is missing): run scripts/setup.sh",
-            libtorch.display()
-        );
+        bail!("libtorch is not set up ({} is missing): run scripts/setup.sh", libtorch.display());
     }
-    let mut args = vec![
-        "build",
-        "--release",
-        "--quiet",
-        "-p",
-        "trainer",
-        "--bin",
-        "train",
-    ];
+    let mut args = vec!["build", "--release", "--quiet", "-p", "trainer", "--bin", "train"];
     if cuda {
         args.extend(["--features", "cuda"]);
     }
@@ -47,9 +36,7 @@ impl PendingResults {
     /// `<results>/<NN>/<run id>`, the id being the UTC time of the start (sortable), the
     /// process id and `label`.
     pub fn new(results: &Path, record: u32, label: &str) -> Result<PendingResults> {
-        let secs = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)?
-            .as_secs();
+        let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs();
         let id = format!(
             "{}-{}-{label}",
             crate::series::date::compact_utc(secs as i64),
@@ -58,10 +45,7 @@ impl PendingResults {
         let dir = results.join(format!("{record:02}"));
         let tmp = dir.join(format!(".tmp-{id}"));
         std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-        Ok(PendingResults {
-            tmp,
-            dest: dir.join(id),
-        })
+        Ok(PendingResults { tmp, dest: dir.join(id) })
     }
 
     pub fn dir(&self) -> &Path {

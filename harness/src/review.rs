@@ -29,10 +29,8 @@ pub fn render(root: &Path, n: u32, format: Format, paint: Paint) -> Result<Strin
     let m = catalog.get(n)?;
     let parent = series.parent(n)?.map(|p| catalog.get(p)).transpose()?;
     let commits = &series.record(n)?.commits;
-    let parsed: Vec<Vec<FilePatch>> = commits
-        .iter()
-        .map(|c| patch::parse(&c.diff))
-        .collect::<Result<_, _>>()?;
+    let parsed: Vec<Vec<FilePatch>> =
+        commits.iter().map(|c| patch::parse(&c.diff)).collect::<Result<_, _>>()?;
     let (placed, loose) = place_notes(&m.notes, &parsed);
     let md = format == Format::Markdown;
     let paint = if md { Paint(false) } else { paint };
@@ -42,10 +40,7 @@ pub fn render(root: &Path, n: u32, format: Format, paint: Paint) -> Result<Strin
     writeln!(out, "{}\n", m.record.claim.trim())?;
     section(&mut out, "Changes", md, paint);
     if commits.is_empty() {
-        writeln!(
-            out,
-            "Record #{n} is the base of the series: it has no patch.\n"
-        )?;
+        writeln!(out, "Record #{n} is the base of the series: it has no patch.\n")?;
     }
     for (k, (c, files)) in commits.iter().zip(&parsed).enumerate() {
         commit_view(&mut out, (k, commits.len()), c, files, &placed, md, paint);
@@ -53,11 +48,7 @@ pub fn render(root: &Path, n: u32, format: Format, paint: Paint) -> Result<Strin
     if !loose.is_empty() {
         let repo = apply::scratch_repo()?;
         let files = tree::files(&repo, series.tree(&repo, n)?)?;
-        let title = if commits.is_empty() {
-            "Notes"
-        } else {
-            "Notes outside the hunks"
-        };
+        let title = if commits.is_empty() { "Notes" } else { "Notes outside the hunks" };
         section(&mut out, title, md, paint);
         for note in loose {
             let line = files
@@ -98,11 +89,7 @@ fn section(out: &mut String, title: &str, md: bool, paint: Paint) {
     if md {
         out.push_str(&format!("## {title}\n\n"));
     } else {
-        out.push_str(&format!(
-            "{}\n{}\n\n",
-            paint.bold(title),
-            "─".repeat(title.chars().count())
-        ));
+        out.push_str(&format!("{}\n{}\n\n", paint.bold(title), "─".repeat(title.chars().count())));
     }
 }
 
@@ -224,10 +211,7 @@ fn commit_view(
         }
     } else {
         out.push_str(&paint.bold(&format!("Commit {}/{n}: {}", k + 1, c.subject)));
-        out.push_str(&format!(
-            "\n  {} · {} · +{add} -{del}\n\n",
-            c.author, c.date
-        ));
+        out.push_str(&format!("\n  {} · {} · +{add} -{del}\n\n", c.author, c.date));
         for l in c.body.lines() {
             out.push_str(&format!("    {l}\n").replace("    \n", "\n"));
         }
@@ -243,10 +227,7 @@ fn commit_view(
             _ => "",
         };
         if md {
-            out.push_str(&format!(
-                "#### `{}`{what} (+{fa} −{fd})\n\n```diff\n",
-                f.path()
-            ));
+            out.push_str(&format!("#### `{}`{what} (+{fa} −{fd})\n\n```diff\n", f.path()));
         } else {
             out.push_str(&format!(
                 "  {}\n",
@@ -317,20 +298,12 @@ fn evidence(
     }
     if let Some(s) = stats::Summary::of(&e.train_times_s) {
         let std = s.std.map(|x| format!(" ± {x:.3}")).unwrap_or_default();
-        writeln!(
-            out,
-            "{bullet}train time: mean {:.3}{std} s over {} run(s)",
-            s.mean, s.n
-        )?;
+        writeln!(out, "{bullet}train time: mean {:.3}{std} s over {} run(s)", s.mean, s.n)?;
     }
     if let Some((p, s)) =
         parent.and_then(|p| stats::Summary::of(&p.evidence.train_times_s).map(|s| (p, s)))
     {
-        writeln!(
-            out,
-            "{bullet}parent #{}: train time mean {:.3} s",
-            p.record.number, s.mean
-        )?;
+        writeln!(out, "{bullet}parent #{}: train time mean {:.3} s", p.record.number, s.mean)?;
     }
     if !e.val_curve.is_empty() {
         // At most nine points: every k-th one and the last.
@@ -349,11 +322,7 @@ fn evidence(
     out.push_str(&sub("This machine", md, paint));
     let runs = replay_summaries(root, m.record.number);
     if runs.is_empty() {
-        writeln!(
-            out,
-            "{bullet}no replay results yet; run `records replay {}`",
-            m.record.number
-        )?;
+        writeln!(out, "{bullet}no replay results yet; run `records replay {}`", m.record.number)?;
     }
     for (run, fields) in runs {
         writeln!(out, "{bullet}{run}: {fields}")?;

@@ -60,10 +60,7 @@ impl RunLog {
 
     /// The value of header key `key` (the first one, if repeated).
     pub fn header_value(&self, key: &str) -> Option<&str> {
-        self.header
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        self.header.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 }
 
@@ -108,9 +105,7 @@ fn header_line(line: &str) -> Option<(String, String)> {
     let rest = line.strip_prefix("# ")?;
     let (key, value) = rest.split_once(':')?;
     let ok = !key.is_empty()
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
     ok.then(|| (key.to_string(), value.trim().to_string()))
 }
 
@@ -185,9 +180,7 @@ fn peak_memory_line(line: &str) -> Option<(u64, Option<u64>)> {
         let reserved = rest.strip_suffix(" MiB")?;
         return Some((alloc.parse().ok()?, Some(reserved.parse().ok()?)));
     }
-    let alloc = line
-        .strip_prefix("peak memory consumption: ")?
-        .strip_suffix(" MiB")?;
+    let alloc = line.strip_prefix("peak memory consumption: ")?.strip_suffix(" MiB")?;
     Some((alloc.parse().ok()?, None))
 }
 
@@ -205,10 +198,7 @@ mod tests {
 
     #[test]
     fn header_keys_are_single_words() {
-        assert_eq!(
-            header_line("# tree: abc123"),
-            Some(("tree".into(), "abc123".into()))
-        );
+        assert_eq!(header_line("# tree: abc123"), Some(("tree".into(), "abc123".into())));
         assert_eq!(header_line("# a note: with spaces"), None);
         assert_eq!(header_line("#record: 1"), None);
     }
@@ -232,10 +222,7 @@ mod tests {
             peak_memory_line("peak memory allocated: 29863 MiB reserved: 44438 MiB"),
             Some((29863, Some(44438)))
         );
-        assert_eq!(
-            peak_memory_line("peak memory consumption: 37620 MiB"),
-            Some((37620, None))
-        );
+        assert_eq!(peak_memory_line("peak memory consumption: 37620 MiB"), Some((37620, None)));
         assert_eq!(peak_memory_line("peak memory allocated: lots"), None);
     }
 }

@@ -28,11 +28,7 @@ pub fn median(x: &[f64]) -> Option<f64> {
     let mut v = x.to_vec();
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
 }
 
 /// The figures statistics.md reports for one list of values.
@@ -77,11 +73,7 @@ pub fn ttest_1samp_less(x: &[f64], mu: f64) -> Option<TTest> {
     let n = x.len() as f64;
     let t = (m - mu) / (s / n.sqrt());
     let df = n - 1.0;
-    Some(TTest {
-        t,
-        df,
-        p: student_t_cdf(t, df),
-    })
+    Some(TTest { t, df, p: student_t_cdf(t, df) })
 }
 
 /// Welch's unequal-variance t-test of candidate `b` against baseline `a`.
@@ -116,13 +108,7 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
     let df = se2 * se2 / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
     let p_less = student_t_cdf(t, df);
     let p_two_sided = (2.0 * p_less.min(1.0 - p_less)).min(1.0);
-    Some(Welch {
-        delta_mean,
-        t,
-        df,
-        p_less,
-        p_two_sided,
-    })
+    Some(Welch { delta_mean, t, df, p_less, p_two_sided })
 }
 
 /// P(T <= t) for Student's t with `df` degrees of freedom (`df > 0`, may be fractional).
@@ -245,11 +231,7 @@ mod tests {
     #[test]
     fn two_dof_closed_form() {
         for t in TS {
-            close(
-                student_t_cdf(t, 2.0),
-                0.5 + t / (2.0 * (2.0 + t * t).sqrt()),
-                1e-13,
-            );
+            close(student_t_cdf(t, 2.0), 0.5 + t / (2.0 * (2.0 + t * t).sqrt()), 1e-13);
         }
     }
 

@@ -49,10 +49,9 @@ impl RunResult {
                 .or(last_train_time)
                 .map(|ms| ms / 1000.0),
             finished: last.is_some_and(|v| v.step == steps),
-            first_at_target: log.first_val_at_or_below(target).map(|v| Hit {
-                step: v.step,
-                train_time_s: v.train_time_ms.map(|ms| ms / 1000.0),
-            }),
+            first_at_target: log
+                .first_val_at_or_below(target)
+                .map(|v| Hit { step: v.step, train_time_s: v.train_time_ms.map(|ms| ms / 1000.0) }),
             peak_mem_allocated_mib: log.peak_mem_allocated_mib,
         }
     }
@@ -106,19 +105,14 @@ impl Verdict {
         if runs.is_empty() {
             return Err(VerdictError::NoRuns);
         }
-        let results: Vec<RunResult> = runs
-            .iter()
-            .map(|r| RunResult::of(r, target_loss, steps))
-            .collect();
+        let results: Vec<RunResult> =
+            runs.iter().map(|r| RunResult::of(r, target_loss, steps)).collect();
         let losses: Vec<f64> = results.iter().filter_map(|r| r.final_val_loss).collect();
         let times_s: Vec<f64> = results.iter().filter_map(|r| r.train_time_s).collect();
         let loss = Summary::of(&losses);
         let identical = loss.as_ref().is_some_and(|s| s.std == Some(0.0));
-        let loss_test = if identical {
-            None
-        } else {
-            stats::ttest_1samp_less(&losses, target_loss)
-        };
+        let loss_test =
+            if identical { None } else { stats::ttest_1samp_less(&losses, target_loss) };
         let (reached, reason) = judge(&results, loss.as_ref(), loss_test, target_loss, steps);
         Ok(Verdict {
             target_loss,
@@ -145,10 +139,8 @@ impl Verdict {
 
     /// Adds the comparison with `baseline`: the parent record's runs, re-timed on this machine.
     pub fn with_baseline(mut self, baseline: &[RunLog]) -> Verdict {
-        let results: Vec<RunResult> = baseline
-            .iter()
-            .map(|r| RunResult::of(r, self.target_loss, self.steps))
-            .collect();
+        let results: Vec<RunResult> =
+            baseline.iter().map(|r| RunResult::of(r, self.target_loss, self.steps)).collect();
         let losses: Vec<f64> = results.iter().filter_map(|r| r.final_val_loss).collect();
         let times: Vec<f64> = results.iter().filter_map(|r| r.train_time_s).collect();
         self.baseline = Some(BaselineDelta {
@@ -169,11 +161,7 @@ impl Verdict {
         let _ = writeln!(
             o,
             "Verdict: {} (target val loss {target} within {} steps)",
-            if self.reached {
-                "REACHED"
-            } else {
-                "NOT REACHED"
-            },
+            if self.reached { "REACHED" } else { "NOT REACHED" },
             self.steps
         );
         let _ = writeln!(o, "  {}", self.reason);
@@ -197,11 +185,7 @@ impl Verdict {
             let _ = writeln!(o, "| train time range | {:.3}-{:.3} s |", t.min, t.max);
         }
         let _ = writeln!(o);
-        let _ = write!(
-            o,
-            "Official (upstream 8×H100): record time {:.3} s",
-            self.official_time_s
-        );
+        let _ = write!(o, "Official (upstream 8×H100): record time {:.3} s", self.official_time_s);
         match &self.time_s {
             _ if self.lab_scale => {
                 o.push_str(" at full scale, for context; a lab-scale time is not comparable\n");
@@ -262,20 +246,14 @@ fn judge(
     if unfinished > 0 {
         return (
             false,
-            format!(
-                "{unfinished} of {} runs did not validate at step {steps}",
-                runs.len()
-            ),
+            format!("{unfinished} of {} runs did not validate at step {steps}", runs.len()),
         );
     }
     let Some(loss) = loss.filter(|l| l.n == runs.len()) else {
         return (false, "a run ended with a val loss of nan".to_string());
     };
     if loss.mean > target {
-        return (
-            false,
-            format!("mean val loss {:.4} is above {target}", loss.mean),
-        );
+        return (false, format!("mean val loss {:.4} is above {target}", loss.mean));
     }
     match test {
         None if loss.n >= 2 => (
@@ -312,11 +290,8 @@ fn judge(
 
 fn render_baseline(o: &mut String, b: &BaselineDelta, v: &Verdict) {
     let _ = writeln!(o);
-    let _ = writeln!(
-        o,
-        "Vs baseline (parent record re-timed on this machine, ours; {} runs):",
-        b.runs
-    );
+    let _ =
+        writeln!(o, "Vs baseline (parent record re-timed on this machine, ours; {} runs):", b.runs);
     if let Some(l) = &b.loss {
         let _ = writeln!(o, "- baseline mean val loss: {:.10}", l.mean);
     }
@@ -344,10 +319,7 @@ fn render_baseline(o: &mut String, b: &BaselineDelta, v: &Verdict) {
             );
         }
         None => {
-            let _ = writeln!(
-                o,
-                "- Welch test on time: needs two or more timed runs on each side"
-            );
+            let _ = writeln!(o, "- Welch test on time: needs two or more timed runs on each side");
         }
     }
     if let Some(w) = &b.loss_delta {

@@ -33,10 +33,7 @@ fn list_and_show_read_the_manifests() {
     let out = records(root.path(), &["list"]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.contains("45 minutes") && text.contains("19560"),
-        "{text}"
-    );
+    assert!(text.contains("45 minutes") && text.contains("19560"), "{text}");
     let out = records(root.path(), &["show", "1"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("llm.c") && text.contains("3.2722"), "{text}");
@@ -49,33 +46,21 @@ fn unknown_record_lists_the_known_ones() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "one clear line: {err}");
-    assert!(
-        err.contains("unknown record 99") && err.contains("known records: 1"),
-        "{err}"
-    );
+    assert!(err.contains("unknown record 99") && err.contains("known records: 1"), "{err}");
 }
 
 #[test]
 fn malformed_manifest_names_file_and_line() {
     let root = root_with_real_manifests();
     let path = root.path().join("records/01.toml");
-    let text = std::fs::read_to_string(&path)
-        .unwrap()
-        .replace("steps = 19560", "steps = 19560 x");
-    let line = text
-        .lines()
-        .position(|l| l.starts_with("steps = 19560 x"))
-        .unwrap()
-        + 1;
+    let text = std::fs::read_to_string(&path).unwrap().replace("steps = 19560", "steps = 19560 x");
+    let line = text.lines().position(|l| l.starts_with("steps = 19560 x")).unwrap() + 1;
     std::fs::write(&path, text).unwrap();
     for cmd in [&["list"][..], &["replay", "1"]] {
         let out = records(root.path(), cmd);
         assert!(!out.status.success());
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.contains("records/01.toml") && err.contains(&format!("line {line}")),
-            "{err}"
-        );
+        assert!(err.contains("records/01.toml") && err.contains(&format!("line {line}")), "{err}");
     }
 }
 
@@ -83,9 +68,7 @@ fn malformed_manifest_names_file_and_line() {
 fn manifest_with_an_unknown_field_is_rejected() {
     let root = root_with_real_manifests();
     let path = root.path().join("records/01.toml");
-    let text = std::fs::read_to_string(&path)
-        .unwrap()
-        .replace("hardware = ", "hardwear = ");
+    let text = std::fs::read_to_string(&path).unwrap().replace("hardware = ", "hardwear = ");
     std::fs::write(&path, text).unwrap();
     let out = records(root.path(), &["show", "1"]);
     let err = String::from_utf8_lossy(&out.stderr);

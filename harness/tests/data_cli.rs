@@ -73,10 +73,8 @@ fn tokenize_then_info() {
     let all = val_text + &tok.decode(train.tokens());
     assert_eq!(all.matches("Paragraph").count(), 300);
 
-    let info = ok(&records(
-        root.path(),
-        &["data", "info", "shards/text_val_000000.bin", "--first", "6"],
-    ));
+    let info =
+        ok(&records(root.path(), &["data", "info", "shards/text_val_000000.bin", "--first", "6"]));
     assert!(info.contains(&format!("tokens {}", val.len())), "{info}");
     assert!(info.contains("byte tokenizer"), "{info}");
     assert!(info.contains("\"<|endoftext|>First\""), "{info}");
@@ -88,27 +86,12 @@ fn tokenize_gpt2_and_info_guesses_the_tokenizer() {
     std::fs::write(root.path().join("h.txt"), "Hello world\n\nHello world").unwrap();
     ok(&records(
         root.path(),
-        &[
-            "data",
-            "tokenize",
-            "h.txt",
-            "--tokenizer",
-            "gpt2",
-            "--out",
-            "g",
-            "--val-fraction",
-            "0",
-        ],
+        &["data", "tokenize", "h.txt", "--tokenizer", "gpt2", "--out", "g", "--val-fraction", "0"],
     ));
     let train = Shard::open(&root.path().join("g/text_train_000001.bin")).unwrap();
     assert_eq!(train.tokens(), [50256, 15496, 995, 198, 198, 15496, 995]);
-    assert!(Shard::open(&root.path().join("g/text_val_000000.bin"))
-        .unwrap()
-        .is_empty());
-    let info = ok(&records(
-        root.path(),
-        &["data", "info", "g/text_train_000001.bin"],
-    ));
+    assert!(Shard::open(&root.path().join("g/text_val_000000.bin")).unwrap().is_empty());
+    let info = ok(&records(root.path(), &["data", "info", "g/text_train_000001.bin"]));
     assert!(info.contains("gpt2 tokenizer, BOS 50256"), "{info}");
     assert!(info.contains("Hello world\\n\\nHello world"), "{info}");
 }
@@ -131,10 +114,7 @@ fn tokenize_refuses_an_empty_train_split() {
             "0.5",
         ],
     ));
-    assert!(
-        e.contains("1 document(s) in 1 file(s): too few for a train shard"),
-        "{e}"
-    );
+    assert!(e.contains("1 document(s) in 1 file(s): too few for a train shard"), "{e}");
 }
 
 #[test]
@@ -146,10 +126,7 @@ fn info_names_a_corrupt_shard() {
     bytes[4..8].copy_from_slice(&1i32.to_le_bytes());
     bytes[8..12].copy_from_slice(&10i32.to_le_bytes());
     std::fs::write(&path, bytes).unwrap();
-    let e = err(&records(
-        root.path(),
-        &["data", "info", path.to_str().unwrap()],
-    ));
+    let e = err(&records(root.path(), &["data", "info", path.to_str().unwrap()]));
     assert!(
         e.contains("bad_train_000001.bin: truncated: header says 10 tokens (1044 bytes) but the file has 1030 bytes"),
         "{e}"
@@ -172,10 +149,7 @@ fn real_sdist() -> Option<PathBuf> {
     if sdist.exists() {
         Some(sdist)
     } else {
-        eprintln!(
-            "skipped: {} is absent; run scripts/setup.sh",
-            sdist.display()
-        );
+        eprintln!("skipped: {} is absent; run scripts/setup.sh", sdist.display());
         None
     }
 }
@@ -194,10 +168,7 @@ fn default_builds_into_data_default() {
     let train = Shard::open(&dir.join("default_train_000001.bin")).unwrap();
     let val = Shard::open(&dir.join("default_val_000000.bin")).unwrap();
     assert!(train.len() > 4_000_000 && val.len() > 65_536);
-    assert!(
-        first.contains(&format!("train {} tokens", train.len())),
-        "{first}"
-    );
+    assert!(first.contains(&format!("train {} tokens", train.len())), "{first}");
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("default.json")).unwrap()).unwrap();
     assert_eq!(json["train_tokens"], train.len());

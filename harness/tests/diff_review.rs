@@ -7,10 +7,7 @@ fn run_ok(f: &Fixture, args: &[&str]) -> String {
     let out = f.records(args);
     assert!(out.status.success(), "records {args:?}: {}", stderr(&out));
     let text = stdout(&out);
-    assert!(
-        !text.contains('\x1b'),
-        "no colour when stdout is not a terminal"
-    );
+    assert!(!text.contains('\x1b'), "no colour when stdout is not a terminal");
     text
 }
 
@@ -19,15 +16,9 @@ fn diff_forward_shows_commits_recipe_and_code() {
     let f = Fixture::new();
     let text = run_ok(&f, &["diff", "1", "29"]);
     assert!(text.contains("Commits from #1 to #29"), "{text}");
-    assert!(
-        text.contains("#29  Record 29 title  (2 commit(s), +"),
-        "{text}"
-    );
+    assert!(text.contains("#29  Record 29 title  (2 commit(s), +"), "{text}");
     assert!(text.contains("1/2 Add value embeddings  +"), "{text}");
-    assert!(
-        text.contains("2/2 Raise the learning rate to 0.2  +1 -1"),
-        "{text}"
-    );
+    assert!(text.contains("2/2 Raise the learning rate to 0.2  +1 -1"), "{text}");
     assert!(text.contains("~ lr: 0.1 → 0.2"), "{text}");
     assert!(text.contains("~ value_embeds: false → true"), "{text}");
     assert!(!text.contains("lab.steps"), "unchanged keys are not listed");
@@ -37,24 +28,15 @@ fn diff_forward_shows_commits_recipe_and_code() {
         ),
         "{text}"
     );
-    assert!(
-        text.contains("+    let h = h + crate::value_embed::value_embed(x);\n"),
-        "{text}"
-    );
-    assert!(
-        text.contains("-pub const LR: f32 = 0.1;\n+pub const LR: f32 = 0.2;\n"),
-        "{text}"
-    );
+    assert!(text.contains("+    let h = h + crate::value_embed::value_embed(x);\n"), "{text}");
+    assert!(text.contains("-pub const LR: f32 = 0.1;\n+pub const LR: f32 = 0.2;\n"), "{text}");
 }
 
 #[test]
 fn diff_backward_lists_commits_as_undone() {
     let f = Fixture::new();
     let text = run_ok(&f, &["diff", "38", "1"]);
-    assert!(
-        text.contains("Commits undone from #38 back to #1 (newest first)"),
-        "{text}"
-    );
+    assert!(text.contains("Commits undone from #38 back to #1 (newest first)"), "{text}");
     let p38 = text.find("#38  Record 38 title").unwrap();
     let p29 = text.find("#29  Record 29 title").unwrap();
     assert!(p38 < p29, "newest first: {text}");
@@ -62,20 +44,14 @@ fn diff_backward_lists_commits_as_undone() {
     let c1 = text.find("1/2 Add value embeddings").unwrap();
     assert!(c2 < c1, "{text}");
     assert!(text.contains("~ lr: 0.2 → 0.1"), "{text}");
-    assert!(
-        text.contains("--- a/src/value_embed.rs\n+++ /dev/null\n"),
-        "{text}"
-    );
+    assert!(text.contains("--- a/src/value_embed.rs\n+++ /dev/null\n"), "{text}");
     assert!(
         text.contains("--- /dev/null\n+++ b/src/old.rs\n"),
         "the file #38 deleted comes back: {text}"
     );
 
     let back = run_ok(&f, &["diff", "29", "1", "--code"]);
-    assert!(
-        back.contains("-    let h = h + crate::value_embed::value_embed(x);\n"),
-        "{back}"
-    );
+    assert!(back.contains("-    let h = h + crate::value_embed::value_embed(x);\n"), "{back}");
 }
 
 #[test]
@@ -86,34 +62,16 @@ fn diff_parts_are_selected_by_flags() {
         stat.contains("Commits from #1 to #38") && stat.contains("#38  Record 38 title"),
         "{stat}"
     );
-    assert!(
-        stat.contains("src/old.rs") && stat.contains("file(s) changed"),
-        "{stat}"
-    );
-    assert!(
-        !stat.contains("Recipe #1") && !stat.contains("Code #1"),
-        "{stat}"
-    );
+    assert!(stat.contains("src/old.rs") && stat.contains("file(s) changed"), "{stat}");
+    assert!(!stat.contains("Recipe #1") && !stat.contains("Code #1"), "{stat}");
 
     let recipe = run_ok(&f, &["diff", "1", "29", "--recipe"]);
-    assert!(
-        recipe.contains("Recipe #1 → #29") && recipe.contains("~ lr: 0.1 → 0.2"),
-        "{recipe}"
-    );
-    assert!(
-        !recipe.contains("Commits from") && !recipe.contains("Code #1"),
-        "{recipe}"
-    );
+    assert!(recipe.contains("Recipe #1 → #29") && recipe.contains("~ lr: 0.1 → 0.2"), "{recipe}");
+    assert!(!recipe.contains("Commits from") && !recipe.contains("Code #1"), "{recipe}");
 
     let code = run_ok(&f, &["diff", "1", "29", "--code"]);
-    assert!(
-        code.contains("Code #1 → #29") && code.contains("+++ b/src/value_embed.rs"),
-        "{code}"
-    );
-    assert!(
-        !code.contains("Commits from") && !code.contains("Recipe #1"),
-        "{code}"
-    );
+    assert!(code.contains("Code #1 → #29") && code.contains("+++ b/src/value_embed.rs"), "{code}");
+    assert!(!code.contains("Commits from") && !code.contains("Recipe #1"), "{code}");
 
     let same = run_ok(&f, &["diff", "29", "29"]);
     assert!(
@@ -143,10 +101,7 @@ fn review_text_reads_like_a_pull_request() {
         ),
         "{text}"
     );
-    assert!(
-        text.contains("Authors:        @author29, @coauthor"),
-        "{text}"
-    );
+    assert!(text.contains("Authors:        @author29, @coauthor"), "{text}");
     assert!(
         text.contains("Official time:  2.83 minutes (170.0 s), -10.0 s (-5.6%) vs #1 (180.0 s)"),
         "{text}"
@@ -156,14 +111,8 @@ fn review_text_reads_like_a_pull_request() {
         "{text}"
     );
     assert!(text.contains("Commit 1/2: Add value embeddings"), "{text}");
-    assert!(
-        text.contains("    A second embedding table whose output"),
-        "{text}"
-    );
-    assert!(
-        text.contains("src/value_embed.rs (new file)  +4 -0"),
-        "{text}"
-    );
+    assert!(text.contains("    A second embedding table whose output"), "{text}");
+    assert!(text.contains("src/value_embed.rs (new file)  +4 -0"), "{text}");
     // The note follows the line it is anchored at (line 8 of src/model.rs).
     let anchored = "      8 +    let h = h + crate::value_embed::value_embed(x);\n        ▸ note: The value embedding joins";
     assert!(text.contains(anchored), "{text}");
@@ -181,14 +130,8 @@ fn review_text_reads_like_a_pull_request() {
     );
     assert!(text.contains("p = 0.0"), "{text}");
     assert!(text.contains("one-sided t-test"), "{text}");
-    assert!(
-        text.contains("val curve (step:loss): 0:10.8000 50:4.5000 100:3.2700"),
-        "{text}"
-    );
-    assert!(
-        text.contains("no replay results yet; run `records replay 29`"),
-        "{text}"
-    );
+    assert!(text.contains("val curve (step:loss): 0:10.8000 50:4.5000 100:3.2700"), "{text}");
+    assert!(text.contains("no replay results yet; run `records replay 29`"), "{text}");
 
     // This machine's replays appear once they exist.
     f.write(
@@ -196,10 +139,7 @@ fn review_text_reads_like_a_pull_request() {
         r#"{"final_val_loss": 3.2791, "train_time_s": 12.5, "curve": [1, 2]}"#,
     );
     let text = run_ok(&f, &["review", "29"]);
-    assert!(
-        text.contains("2026-01-01-run1: final_val_loss=3.2791, train_time_s=12.5"),
-        "{text}"
-    );
+    assert!(text.contains("2026-01-01-run1: final_val_loss=3.2791, train_time_s=12.5"), "{text}");
     assert!(!text.contains("no replay results yet"));
 }
 
@@ -207,16 +147,10 @@ fn review_text_reads_like_a_pull_request() {
 fn review_markdown_and_the_base_record() {
     let f = Fixture::new();
     let md = run_ok(&f, &["review", "29", "--format", "md"]);
-    assert!(
-        md.starts_with("# Record #29: Record 29 title\n\n- **PR:** #129"),
-        "{md}"
-    );
+    assert!(md.starts_with("# Record #29: Record 29 title\n\n- **PR:** #129"), "{md}");
     assert!(md.contains("## Claim\n\nClaim of record 29"), "{md}");
     assert!(md.contains("### 1/2 Add value embeddings\n\n*Ada Lovelace <ada@example.org>, Sun, 15 Jun 2025 17:06:50 +0200*"), "{md}");
-    assert!(
-        md.contains("#### `src/model.rs` (+1 −0)\n\n```diff\n@@ "),
-        "{md}"
-    );
+    assert!(md.contains("#### `src/model.rs` (+1 −0)\n\n```diff\n@@ "), "{md}");
     assert!(md.contains("+    let h = h + crate::value_embed::value_embed(x);\n```\n\n> **Note** (`src/model.rs:8`): The value embedding joins"), "{md}");
     assert!(
         md.contains(
@@ -231,10 +165,7 @@ fn review_markdown_and_the_base_record() {
     );
 
     let base = run_ok(&f, &["review", "1"]);
-    assert!(
-        base.contains("Record #1 is the base of the series: it has no patch."),
-        "{base}"
-    );
+    assert!(base.contains("Record #1 is the base of the series: it has no patch."), "{base}");
     assert!(!base.contains(" vs #"), "#1 has no parent: {base}");
 
     let text = run_ok(&f, &["review", "38"]);

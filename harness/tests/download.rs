@@ -72,12 +72,7 @@ impl Hub {
                 let _ = req.respond(answer(&files, mode, &path, range));
             }
         });
-        Hub {
-            server,
-            thread: Some(thread),
-            endpoint: format!("http://127.0.0.1:{port}"),
-            seen,
-        }
+        Hub { server, thread: Some(thread), endpoint: format!("http://127.0.0.1:{port}"), seen }
     }
 
     fn seen(&self) -> Vec<(String, Option<String>)> {
@@ -132,23 +127,19 @@ fn answer(
     let Some(data) = path.strip_prefix("/cdn/").and_then(|n| files.get(n)) else {
         return not_found();
     };
-    let from = range.filter(|_| mode != Mode::IgnoreRange).and_then(|r| {
-        r.strip_prefix("bytes=")?
-            .strip_suffix('-')?
-            .parse::<usize>()
-            .ok()
-    });
+    let from = range
+        .filter(|_| mode != Mode::IgnoreRange)
+        .and_then(|r| r.strip_prefix("bytes=")?.strip_suffix('-')?.parse::<usize>().ok());
     match from {
         None => tiny_http::Response::from_data(data.clone()),
         Some(n) if n >= data.len() => tiny_http::Response::from_data(Vec::new())
             .with_status_code(416)
             .with_header(header("Content-Range", &format!("bytes */{}", data.len()))),
-        Some(n) => tiny_http::Response::from_data(data[n..].to_vec())
-            .with_status_code(206)
-            .with_header(header(
-                "Content-Range",
-                &format!("bytes {n}-{}/{}", data.len() - 1, data.len()),
-            )),
+        Some(n) => {
+            tiny_http::Response::from_data(data[n..].to_vec()).with_status_code(206).with_header(
+                header("Content-Range", &format!("bytes {n}-{}/{}", data.len() - 1, data.len())),
+            )
+        }
     }
 }
 
@@ -229,11 +220,7 @@ fn resumes_a_part_file_through_the_redirect() {
     assert_eq!(std::fs::read(dir.path().join(VAL)).unwrap(), files[VAL]);
     let seen = hub.seen();
     assert_eq!(seen.len(), 2);
-    assert!(
-        seen.iter()
-            .all(|(_, r)| r.as_deref() == Some("bytes=1000-")),
-        "{seen:?}"
-    );
+    assert!(seen.iter().all(|(_, r)| r.as_deref() == Some("bytes=1000-")), "{seen:?}");
 }
 
 #[test]
@@ -266,21 +253,14 @@ fn a_complete_part_is_checked_and_kept_without_refetching() {
     assert!(!part(dir.path(), VAL).exists());
     let asked = format!("bytes={}-", files[VAL].len());
     let ranges: Vec<_> = hub.seen().into_iter().map(|(_, r)| r).collect();
-    assert_eq!(
-        ranges,
-        [Some(asked.clone()), Some(asked)],
-        "one 416, no body"
-    );
+    assert_eq!(ranges, [Some(asked.clone()), Some(asked)], "one 416, no body");
 
     // The same with a corrupted byte: the live sha256 rejects it.
     let dir = tempfile::tempdir().unwrap();
     let mut bad = files[VAL].clone();
     bad[5000] ^= 1;
     std::fs::write(part(dir.path(), VAL), &bad).unwrap();
-    let err = format!(
-        "{:#}",
-        download_fineweb(&hub.options(dir.path(), 0)).unwrap_err()
-    );
+    let err = format!("{:#}", download_fineweb(&hub.options(dir.path(), 0)).unwrap_err());
     assert!(err.contains("sha256"), "{err}");
     assert!(!part(dir.path(), VAL).exists() && !dir.path().join(VAL).exists());
 }
@@ -302,10 +282,7 @@ fn corrupt_magic_is_rejected_and_deleted() {
     bad[0] ^= 0xff;
     let hub = Hub::start(HashMap::from([(VAL.to_string(), bad)]), Mode::Normal);
     let dir = tempfile::tempdir().unwrap();
-    let err = format!(
-        "{:#}",
-        download_fineweb(&hub.options(dir.path(), 0)).unwrap_err()
-    );
+    let err = format!("{:#}", download_fineweb(&hub.options(dir.path(), 0)).unwrap_err());
     assert!(err.contains("bad magic number"), "{err}");
     assert!(!dir.path().join(VAL).exists());
     assert!(!part(dir.path(), VAL).exists());
@@ -316,10 +293,7 @@ fn an_existing_broken_file_is_reported_not_overwritten() {
     let hub = Hub::start(two_files(), Mode::Normal);
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join(VAL), b"not a shard").unwrap();
-    let err = format!(
-        "{:#}",
-        download_fineweb(&hub.options(dir.path(), 0)).unwrap_err()
-    );
+    let err = format!("{:#}", download_fineweb(&hub.options(dir.path(), 0)).unwrap_err());
     assert!(err.contains("delete it and rerun"), "{err}");
     assert_eq!(std::fs::read(dir.path().join(VAL)).unwrap(), b"not a shard");
     assert!(hub.seen().is_empty());
@@ -329,14 +303,8 @@ fn an_existing_broken_file_is_reported_not_overwritten() {
 fn unknown_file_is_an_http_error_naming_the_url() {
     let hub = Hub::start(HashMap::new(), Mode::Normal);
     let dir = tempfile::tempdir().unwrap();
-    let err = format!(
-        "{:#}",
-        download_fineweb(&hub.options(dir.path(), 0)).unwrap_err()
-    );
-    assert!(
-        err.contains(&file_url(&hub.endpoint, VAL)) && err.contains("404"),
-        "{err}"
-    );
+    let err = format!("{:#}", download_fineweb(&hub.options(dir.path(), 0)).unwrap_err());
+    assert!(err.contains(&file_url(&hub.endpoint, VAL)) && err.contains("404"), "{err}");
 }
 
 /// Serves two connections: the first breaks off after half the body, the

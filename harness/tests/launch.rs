@@ -7,10 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// What a job returned, and every line the callback saw as (rank, stream, text).
-type Outcome = (
-    Result<Vec<ExitInfo>, LaunchError>,
-    Vec<(usize, Stream, String)>,
-);
+type Outcome = (Result<Vec<ExitInfo>, LaunchError>, Vec<(usize, Stream, String)>);
 
 /// Runs `script` under `sh -c` as `nproc` ranks; `$D` is `dir` in the script.
 fn run_sh(dir: &Path, script: &str, nproc: usize, opts: LaunchOpts) -> Outcome {
@@ -46,13 +43,7 @@ fn pids(dir: &Path) -> Vec<i32> {
         .unwrap()
         .filter_map(|e| e.ok())
         .filter(|e| e.file_name().to_string_lossy().starts_with("pid."))
-        .map(|e| {
-            std::fs::read_to_string(e.path())
-                .unwrap()
-                .trim()
-                .parse()
-                .unwrap()
-        })
+        .map(|e| std::fs::read_to_string(e.path()).unwrap().trim().parse().unwrap())
         .collect()
 }
 
@@ -64,10 +55,7 @@ fn every_rank_gets_torchruns_environment_and_rank0_stdout_is_forwarded() {
     let exits = result.expect("all ranks succeed");
     assert_eq!(exits.len(), 3);
     for (i, e) in exits.iter().enumerate() {
-        assert_eq!(
-            (e.rank, e.local_rank, e.code, e.signal),
-            (i, i, Some(0), None)
-        );
+        assert_eq!((e.rank, e.local_rank, e.code, e.signal), (i, i, Some(0), None));
         assert_eq!(e.stderr_tail, vec![format!("err {i}")]);
     }
     let port = env_of(dir.path(), 0)["MASTER_PORT"].clone();
@@ -91,16 +79,10 @@ fn every_rank_gets_torchruns_environment_and_rank0_stdout_is_forwarded() {
     }
     let stdout: Vec<_> = lines.iter().filter(|l| l.1 == Stream::Stdout).collect();
     assert_eq!(stdout, vec![&(0, Stream::Stdout, "out 0".to_string())]);
-    let mut stderr: Vec<_> = lines
-        .iter()
-        .filter(|l| l.1 == Stream::Stderr)
-        .map(|l| (l.0, l.2.clone()))
-        .collect();
+    let mut stderr: Vec<_> =
+        lines.iter().filter(|l| l.1 == Stream::Stderr).map(|l| (l.0, l.2.clone())).collect();
     stderr.sort();
-    assert_eq!(
-        stderr,
-        (0..3).map(|r| (r, format!("err {r}"))).collect::<Vec<_>>()
-    );
+    assert_eq!(stderr, (0..3).map(|r| (r, format!("err {r}"))).collect::<Vec<_>>());
 }
 
 #[test]
@@ -138,10 +120,7 @@ exec sleep 60"#;
     let elapsed = start.elapsed();
     let err = result.expect_err("the job fails");
     let msg = err.to_string();
-    assert!(
-        msg.starts_with("rank 1 exited with signal 9 (SIGKILL): "),
-        "{msg}"
-    );
+    assert!(msg.starts_with("rank 1 exited with signal 9 (SIGKILL): "), "{msg}");
     assert!(msg.contains("rank one is dying"), "{msg}");
     // The other ranks sleep for 60 s; ending well before shows they were stopped.
     assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}");
@@ -159,11 +138,7 @@ fn a_rank_exiting_non_zero_is_reported_with_its_code_and_stderr() {
 exec sleep 60"#;
     let (result, _) = run_sh(dir.path(), script, 3, LaunchOpts::default());
     match result {
-        Err(LaunchError::RankFailed {
-            rank,
-            how,
-            stderr_tail,
-        }) => {
+        Err(LaunchError::RankFailed { rank, how, stderr_tail }) => {
             assert_eq!(rank, 2);
             assert_eq!(how, "exited with code 3");
             assert_eq!(stderr_tail, vec!["train: error: bad shard".to_string()]);
@@ -180,16 +155,10 @@ fn a_rank_that_ignores_sigterm_is_killed_after_the_grace_period() {
 if [ "$RANK" = 0 ]; then sleep 0.5; exit 1; fi
 trap '' TERM
 exec sleep 60"#;
-    let opts = LaunchOpts {
-        grace: Duration::from_millis(300),
-        ..LaunchOpts::default()
-    };
+    let opts = LaunchOpts { grace: Duration::from_millis(300), ..LaunchOpts::default() };
     let (result, _) = run_sh(dir.path(), script, 2, opts);
     let msg = result.expect_err("rank 0 fails").to_string();
-    assert!(
-        msg.starts_with("rank 0 exited with code 1: (no stderr output)"),
-        "{msg}"
-    );
+    assert!(msg.starts_with("rank 0 exited with code 1: (no stderr output)"), "{msg}");
     for pid in pids(dir.path()) {
         assert!(!alive(pid), "rank process {pid} is still running");
     }
@@ -200,10 +169,7 @@ fn a_master_port_in_use_is_refused_before_any_rank_starts() {
     let dir = tempfile::tempdir().unwrap();
     let held = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = held.local_addr().unwrap().port();
-    let opts = LaunchOpts {
-        master_port: Some(port),
-        ..LaunchOpts::default()
-    };
+    let opts = LaunchOpts { master_port: Some(port), ..LaunchOpts::default() };
     let (result, _) = run_sh(dir.path(), r#"echo $$ > "$D/pid.$RANK""#, 2, opts);
     let err = result.expect_err("port is taken");
     assert!(matches!(err, LaunchError::PortInUse { port: p, .. } if p == port));
@@ -213,35 +179,15 @@ fn a_master_port_in_use_is_refused_before_any_rank_starts() {
 
 #[test]
 fn bad_options_and_a_missing_binary_are_clear_errors() {
-    let several_nodes = LaunchOpts {
-        nnodes: 2,
-        ..LaunchOpts::default()
-    };
+    let several_nodes = LaunchOpts { nnodes: 2, ..LaunchOpts::default() };
     let err = launch(Path::new("/bin/true"), &[], 1, &several_nodes, |_| {}).unwrap_err();
     assert!(err.to_string().contains("--master-addr"), "{err}");
 
-    let node_out_of_range = LaunchOpts {
-        nnodes: 2,
-        node_rank: 2,
-        ..LaunchOpts::default()
-    };
+    let node_out_of_range = LaunchOpts { nnodes: 2, node_rank: 2, ..LaunchOpts::default() };
     let err = launch(Path::new("/bin/true"), &[], 1, &node_out_of_range, |_| {}).unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "--node-rank 2 must be less than --nnodes 2"
-    );
+    assert_eq!(err.to_string(), "--node-rank 2 must be less than --nnodes 2");
 
-    let err = launch(
-        Path::new("/nonexistent/train"),
-        &[],
-        2,
-        &LaunchOpts::default(),
-        |_| {},
-    )
-    .unwrap_err();
-    assert!(
-        err.to_string()
-            .starts_with("cannot start rank 0 (/nonexistent/train): "),
-        "{err}"
-    );
+    let err = launch(Path::new("/nonexistent/train"), &[], 2, &LaunchOpts::default(), |_| {})
+        .unwrap_err();
+    assert!(err.to_string().starts_with("cannot start rank 0 (/nonexistent/train): "), "{err}");
 }

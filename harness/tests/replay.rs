@@ -29,19 +29,10 @@ fn replay(results: &Path, extra: &[&str]) -> Vec<String> {
         stdout.contains("Verdict: NOT REACHED (target val loss 2.5284 within 3 steps)"),
         "{stdout}"
     );
-    assert!(
-        stdout.contains("step:3/3 val_loss:"),
-        "val lines are printed: {stdout}"
-    );
-    let runs: Vec<_> = std::fs::read_dir(results.join("01"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(
-        runs.len(),
-        1,
-        "one finished run folder, no temp folder left: {runs:?}"
-    );
+    assert!(stdout.contains("step:3/3 val_loss:"), "val lines are printed: {stdout}");
+    let runs: Vec<_> =
+        std::fs::read_dir(results.join("01")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(runs.len(), 1, "one finished run folder, no temp folder left: {runs:?}");
     let run = &runs[0];
     assert!(run.join("verdict.json").is_file());
     for f in ["train.log", "metrics.jsonl", "summary.json", "recipe.toml"] {
@@ -56,11 +47,8 @@ fn replay(results: &Path, extra: &[&str]) -> Vec<String> {
 
 #[test]
 fn lab_replay_of_record_1_tree_and_head_and_two_ranks_agree() {
-    let (tree, head, two) = (
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-        tempfile::tempdir().unwrap(),
-    );
+    let (tree, head, two) =
+        (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let a = replay(tree.path(), &[]);
     let b = replay(head.path(), &["--head"]);
     assert_eq!(a.len(), 5, "val at 0, 3 train steps, val at 3: {a:?}");
@@ -75,12 +63,7 @@ fn lab_replay_of_record_1_tree_and_head_and_two_ranks_agree() {
 }
 
 fn loss_of(line: &str) -> f64 {
-    line.split_whitespace()
-        .find_map(|w| w.split_once("loss:"))
-        .unwrap()
-        .1
-        .parse()
-        .unwrap()
+    line.split_whitespace().find_map(|w| w.split_once("loss:")).unwrap().1.parse().unwrap()
 }
 
 /// Children of `parent` whose environment holds `RANK=<rank>`.
@@ -89,13 +72,7 @@ fn rank_pid(parent: u32, rank: usize) -> Option<u32> {
     std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
         let pid: u32 = e.file_name().to_str()?.parse().ok()?;
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let ppid: u32 = stat
-            .rsplit(')')
-            .next()?
-            .split_whitespace()
-            .nth(1)?
-            .parse()
-            .ok()?;
+        let ppid: u32 = stat.rsplit(')').next()?.split_whitespace().nth(1)?.parse().ok()?;
         let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
         let has = env.split(|&b| b == 0).any(|v| v == want.as_bytes());
         (ppid == parent && has).then_some(pid)
@@ -124,36 +101,21 @@ fn a_killed_rank_ends_the_job_naming_it() {
             std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
             panic!("replay ended ({status}) before rank 1 started: {err}");
         }
-        assert!(
-            start.elapsed() < Duration::from_secs(600),
-            "rank 1 never started"
-        );
+        assert!(start.elapsed() < Duration::from_secs(600), "rank 1 never started");
         std::thread::sleep(Duration::from_millis(200));
     };
     std::thread::sleep(Duration::from_secs(2));
     let survivor = rank_pid(child.id(), 0).expect("rank 0 runs");
     let killed = Instant::now();
-    Command::new("kill")
-        .args(["-9", &victim.to_string()])
-        .status()
-        .unwrap();
+    Command::new("kill").args(["-9", &victim.to_string()]).status().unwrap();
     let out = child.wait_with_output().unwrap();
     let waited = killed.elapsed();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "the job must fail: {stderr}");
-    assert!(
-        waited < Duration::from_secs(20),
-        "took {waited:?} to notice the dead rank"
-    );
-    assert!(
-        stderr.contains("rank 1") && stderr.contains("SIGKILL"),
-        "{stderr}"
-    );
+    assert!(waited < Duration::from_secs(20), "took {waited:?} to notice the dead rank");
+    assert!(stderr.contains("rank 1") && stderr.contains("SIGKILL"), "{stderr}");
     std::thread::sleep(Duration::from_millis(500)); // let init reap it
-    assert!(
-        !Path::new(&format!("/proc/{survivor}")).exists(),
-        "rank 0 was left running"
-    );
+    assert!(!Path::new(&format!("/proc/{survivor}")).exists(), "rank 0 was left running");
     assert!(
         std::fs::read_dir(results.path().join("01")).map_or(true, |mut d| d.next().is_none()),
         "a failed replay leaves no results"

@@ -78,10 +78,7 @@ fn oct_2024_era_skips_code_and_reads_nan() {
     let log = runlog::parse(OCT_2024);
     assert_eq!(log.train.len(), 3, "{:?}", log.train);
     let two = &log.train[1];
-    assert_eq!(
-        (two.step, two.total_steps, two.loss),
-        (2, Some(6200), Some(8.6834))
-    );
+    assert_eq!((two.step, two.total_steps, two.loss), (2, Some(6200), Some(8.6834)));
     assert_eq!(two.train_time_ms, Some(75965.0));
     assert_eq!(two.step_avg_ms, None, "nanms is no number");
     assert_eq!(log.train[2].step_avg_ms, Some(231.0));
@@ -104,10 +101,7 @@ fn current_era() {
     assert_eq!(log.train[2].train_time_ms, Some(119602.0));
     assert_eq!(log.val.len(), 4);
     let last = log.final_val().unwrap();
-    assert_eq!(
-        (last.step, last.total_steps, last.val_loss),
-        (1920, Some(1920), 3.2783)
-    );
+    assert_eq!((last.step, last.total_steps, last.val_loss), (1920, Some(1920), 3.2783));
     assert_eq!(last.train_time_ms, Some(119694.0));
     assert_eq!(log.peak_mem_allocated_mib, Some(29863));
     assert_eq!(log.peak_mem_reserved_mib, Some(44438));
@@ -123,10 +117,7 @@ fn ours_with_header_and_train_loss() {
         log.header,
         [
             ("record".to_string(), "1".to_string()),
-            (
-                "recipe".to_string(),
-                "{\"steps\": 20, \"lr\": 0.0036}".to_string()
-            ),
+            ("recipe".to_string(), "{\"steps\": 20, \"lr\": 0.0036}".to_string()),
             ("tree".to_string(), "3f2a9c1".to_string()),
             ("device".to_string(), "cpu".to_string()),
         ]
@@ -183,11 +174,7 @@ const BASE_TIMES: [f64; 13] = [
 ];
 
 fn runs(losses: &[f64], times: &[f64]) -> Vec<RunLog> {
-    losses
-        .iter()
-        .zip(times)
-        .map(|(&l, &t)| run(l, t * 1000.0, 1390))
-        .collect()
+    losses.iter().zip(times).map(|(&l, &t)| run(l, t * 1000.0, 1390)).collect()
 }
 
 #[test]
@@ -218,11 +205,7 @@ fn verdict_reproduces_upstream_statistics_md() {
     assert!((p2 - 4.9e-12).abs() < 0.05e-12, "p = {p2}");
     assert!((time.p_less - p2 / 2.0).abs() < 1e-15);
     let loss = b.loss_delta.unwrap();
-    assert!(
-        (loss.p_two_sided - 0.8587465).abs() < 1e-7,
-        "{}",
-        loss.p_two_sided
-    );
+    assert!((loss.p_two_sided - 0.8587465).abs() < 1e-7, "{}", loss.p_two_sided);
 
     let text = v.render();
     for needle in [
@@ -244,13 +227,7 @@ fn verdict_reproduces_upstream_statistics_md() {
 #[test]
 fn verdict_needs_significance_and_finished_runs() {
     // Mean below target but too noisy for p < 0.01.
-    let v = Verdict::new(
-        &[run(3.270, 1000.0, 20), run(3.289, 1000.0, 20)],
-        3.28,
-        1.0,
-        20,
-    )
-    .unwrap();
+    let v = Verdict::new(&[run(3.270, 1000.0, 20), run(3.289, 1000.0, 20)], 3.28, 1.0, 20).unwrap();
     assert!(!v.reached);
     assert!(v.reason.contains("not below 0.01"), "{}", v.reason);
 
@@ -260,25 +237,13 @@ fn verdict_needs_significance_and_finished_runs() {
     assert_eq!(v.runs[0].first_at_target.as_ref().unwrap().step, 20);
 
     // A run that stopped early fails the verdict.
-    let v = Verdict::new(
-        &[run(3.27, 1000.0, 20), run(3.27, 500.0, 10)],
-        3.28,
-        1.0,
-        20,
-    )
-    .unwrap();
+    let v = Verdict::new(&[run(3.27, 1000.0, 20), run(3.27, 500.0, 10)], 3.28, 1.0, 20).unwrap();
     assert!(!v.reached);
     assert!(v.reason.contains("1 of 2 runs"), "{}", v.reason);
     assert!(v.render().contains("10/20 (unfinished)"));
 
     // Same-seed repeats: identical losses, no t-test.
-    let v = Verdict::new(
-        &[run(3.27, 1000.0, 20), run(3.27, 1001.0, 20)],
-        3.28,
-        1.0,
-        20,
-    )
-    .unwrap();
+    let v = Verdict::new(&[run(3.27, 1000.0, 20), run(3.27, 1001.0, 20)], 3.28, 1.0, 20).unwrap();
     assert!(v.reached && v.loss_test.is_none());
     assert!(v.reason.contains("same seed"), "{}", v.reason);
 

@@ -63,30 +63,15 @@ fn mbox_splits_into_commits() {
     let c = &commits[0];
     assert_eq!(c.author, "Jürgen Muon <j@example.org>");
     assert_eq!(c.author_parts(), ("Jürgen Muon", "j@example.org"));
-    assert_eq!(
-        c.subject,
-        "Multi-token prediction: the loss averages the next k tokens"
-    );
-    assert_eq!(
-        c.body,
-        "Predict k tokens ahead.\n\nThe weights decay over training."
-    );
-    assert!(c
-        .diff
-        .starts_with("diff --git a/src/head.rs b/src/head.rs\n"));
+    assert_eq!(c.subject, "Multi-token prediction: the loss averages the next k tokens");
+    assert_eq!(c.body, "Predict k tokens ahead.\n\nThe weights decay over training.");
+    assert!(c.diff.starts_with("diff --git a/src/head.rs b/src/head.rs\n"));
     // The hunk's removed `-- ` line is part of the diff; git's signature is not.
-    assert!(
-        c.diff.ends_with("-- \n+    mtp();\n+    loss();\n }\n"),
-        "{:?}",
-        c.diff
-    );
+    assert!(c.diff.ends_with("-- \n+    mtp();\n+    loss();\n }\n"), "{:?}", c.diff);
     assert_eq!(c.counts(), (2, 1));
     assert_eq!(c.time(), Some((1_766_394_000, 60)));
     let d = &commits[1];
-    assert_eq!(
-        (d.subject.as_str(), d.body.as_str()),
-        ("Untie the head", "")
-    );
+    assert_eq!((d.subject.as_str(), d.body.as_str()), ("Untie the head", ""));
     assert!(d.diff.ends_with("+pub fn untie() {}\n"));
     // libgit2 reads every split diff.
     for c in &commits {
@@ -115,10 +100,7 @@ fn capture_writes_one_email_per_commit() {
     let p29 = f.read("patches/29.patch");
     let commits = mailbox::parse(&p29).unwrap();
     let subjects: Vec<&str> = commits.iter().map(|c| c.subject.as_str()).collect();
-    assert_eq!(
-        subjects,
-        ["Add value embeddings", "Raise the learning rate to 0.2"]
-    );
+    assert_eq!(subjects, ["Add value embeddings", "Raise the learning rate to 0.2"]);
     assert_eq!(commits[0].author, "Ada Lovelace <ada@example.org>");
     assert_eq!(commits[0].date, "Sun, 15 Jun 2025 17:06:50 +0200");
     assert!(commits[0].body.starts_with("A second embedding table"));
@@ -132,17 +114,11 @@ fn capture_writes_one_email_per_commit() {
 
     // Only the newest record can be captured, and an existing patch needs --force.
     let base = f.base.to_string();
-    let err = series::capture::capture(f.root(), 29, &base, false)
-        .unwrap_err()
-        .to_string();
+    let err = series::capture::capture(f.root(), 29, &base, false).unwrap_err().to_string();
     assert!(err.contains("not the newest record (#38)"), "{err}");
-    let err = series::capture::capture(f.root(), 38, &base, false)
-        .unwrap_err()
-        .to_string();
+    let err = series::capture::capture(f.root(), 38, &base, false).unwrap_err().to_string();
     assert!(err.contains("exists; pass --force"), "{err}");
-    let err = series::capture::capture(f.root(), 38, "no-such-rev", true)
-        .unwrap_err()
-        .to_string();
+    let err = series::capture::capture(f.root(), 38, "no-such-rev", true).unwrap_err().to_string();
     assert!(err.contains("no-such-rev"), "{err}");
 }
 
@@ -174,21 +150,12 @@ fn trees_round_trip_through_the_series() {
 fn uncommitted_edits_replay_and_unchanged_trees_are_kept() {
     let f = Fixture::new();
     let dir = series::materialize(f.root(), 1).unwrap();
-    let marker = std::fs::metadata(dir.join("src/lib.rs"))
-        .unwrap()
-        .modified()
-        .unwrap();
+    let marker = std::fs::metadata(dir.join("src/lib.rs")).unwrap().modified().unwrap();
     // Same tree again: the directory is left as it was (no rewrite, no rebuild).
     std::fs::write(dir.join("scratch.txt"), "kept").unwrap();
     series::materialize(f.root(), 1).unwrap();
     assert!(dir.join("scratch.txt").exists());
-    assert_eq!(
-        std::fs::metadata(dir.join("src/lib.rs"))
-            .unwrap()
-            .modified()
-            .unwrap(),
-        marker
-    );
+    assert_eq!(std::fs::metadata(dir.join("src/lib.rs")).unwrap().modified().unwrap(), marker);
     // An uncommitted edit away from the patches' hunks shows in every older tree.
     f.write(
         "src/model.rs",
@@ -197,16 +164,10 @@ fn uncommitted_edits_replay_and_unchanged_trees_are_kept() {
     let dir = series::materialize(f.root(), 1).unwrap();
     assert!(!dir.join("scratch.txt").exists());
     let model = std::fs::read_to_string(dir.join("src/model.rs")).unwrap();
-    assert_eq!(
-        model,
-        series_fixture::MODEL_1.replace("//! The model.", "//! The model (edited).")
-    );
+    assert_eq!(model, series_fixture::MODEL_1.replace("//! The model.", "//! The model (edited)."));
     f.write("src/extra.rs", "// new\n");
     let dir = series::materialize(f.root(), 29).unwrap();
-    assert_eq!(
-        std::fs::read_to_string(dir.join("src/extra.rs")).unwrap(),
-        "// new\n"
-    );
+    assert_eq!(std::fs::read_to_string(dir.join("src/extra.rs")).unwrap(), "// new\n");
 }
 
 #[test]
@@ -228,10 +189,7 @@ fn a_corrupted_hunk_is_named_precisely() {
     let f = Fixture::new();
     let p38 = f.read("patches/38.patch");
     assert!(p38.contains("+    h + 1.5\n"));
-    f.write(
-        "patches/38.patch",
-        &p38.replace("+    h + 1.5\n", "+    h + 9.5\n"),
-    );
+    f.write("patches/38.patch", &p38.replace("+    h + 1.5\n", "+    h + 9.5\n"));
     let out = f.records(&["series", "check"]);
     assert!(!out.status.success());
     let err = stderr(&out);
@@ -263,24 +221,15 @@ fn missing_patches_and_unknown_records_are_explained() {
     std::fs::remove_file(f.root().join("patches/29.patch")).unwrap();
     let out = f.records(&["series", "tree", "1"]);
     let err = stderr(&out);
-    assert!(
-        err.contains("record #29 has no patch") && err.contains("patches/29.patch"),
-        "{err}"
-    );
+    assert!(err.contains("record #29 has no patch") && err.contains("patches/29.patch"), "{err}");
 
     let f = Fixture::new();
     f.write("patches/46.patch", "");
     let out = f.records(&["series", "check"]);
-    assert!(
-        stderr(&out).contains("46.patch has no manifest"),
-        "{}",
-        stderr(&out)
-    );
+    assert!(stderr(&out).contains("46.patch has no manifest"), "{}", stderr(&out));
 
     let f = Fixture::new();
-    let m = f
-        .read("records/29.toml")
-        .replace("line = 2\n", "line = 400\n");
+    let m = f.read("records/29.toml").replace("line = 2\n", "line = 400\n");
     f.write("records/29.toml", &m);
     let out = f.records(&["series", "check"]);
     assert!(
@@ -296,8 +245,5 @@ fn series_tree_prints_the_materialized_dir() {
     let out = f.records(&["series", "tree", "29"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let dir = std::path::PathBuf::from(stdout(&out).trim());
-    assert_eq!(
-        std::fs::read_to_string(dir.join("src/lib.rs")).unwrap(),
-        series_fixture::LIB_29
-    );
+    assert_eq!(std::fs::read_to_string(dir.join("src/lib.rs")).unwrap(), series_fixture::LIB_29);
 }

@@ -7,16 +7,8 @@ use series_fixture::{commit_all, stderr, stdout, Fixture};
 fn history(repo: &Repository) -> Vec<String> {
     let mut walk = repo.revwalk().unwrap();
     walk.push_head().unwrap();
-    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)
-        .unwrap();
-    walk.map(|id| {
-        repo.find_commit(id.unwrap())
-            .unwrap()
-            .message()
-            .unwrap()
-            .to_string()
-    })
-    .collect()
+    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE).unwrap();
+    walk.map(|id| repo.find_commit(id.unwrap()).unwrap().message().unwrap().to_string()).collect()
 }
 
 #[test]
@@ -45,11 +37,7 @@ fn export_then_import_is_byte_identical() {
 
     let out = f.records(&["series", "import", dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        stdout(&out).contains("0 trainer file(s) of the checkout changed"),
-        "{}",
-        stdout(&out)
-    );
+    assert!(stdout(&out).contains("0 trainer file(s) of the checkout changed"), "{}", stdout(&out));
     assert_eq!(f.read("patches/29.patch"), p29);
     assert_eq!(f.read("patches/38.patch"), p38);
     assert_eq!(f.trainer_files(), f.trees[&38]);
@@ -67,11 +55,7 @@ fn an_edited_history_rewrites_patches_and_the_tip() {
     let repo = Repository::open(dir.path()).unwrap();
     let lib = series_fixture::LIB_38.replace("0.2", "0.25");
     std::fs::write(dir.path().join("src/lib.rs"), &lib).unwrap();
-    commit_all(
-        &repo,
-        "Nudge the learning rate\n\nA follow-up found 0.25 a little better.",
-        50,
-    );
+    commit_all(&repo, "Nudge the learning rate\n\nA follow-up found 0.25 a little better.", 50);
 
     let done = records::series::export::import(f.root(), dir.path()).unwrap();
     assert_eq!(done.patches, [(29, 2), (38, 2)]);
@@ -83,10 +67,7 @@ fn an_edited_history_rewrites_patches_and_the_tip() {
     assert!(!f.read("patches/38.patch").contains("Records-Patch"));
     // The rewritten series still holds: #29's tree is unchanged, the check passes.
     let tree = records::series::materialize(f.root(), 29).unwrap();
-    assert_eq!(
-        std::fs::read_to_string(tree.join("src/lib.rs")).unwrap(),
-        series_fixture::LIB_29
-    );
+    assert_eq!(std::fs::read_to_string(tree.join("src/lib.rs")).unwrap(), series_fixture::LIB_29);
     let out = f.records(&["series", "check"]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
@@ -99,23 +80,13 @@ fn import_refuses_a_history_that_skips_a_record() {
     // Re-label #38's commit as #29's: the chain then lacks #38.
     let repo = Repository::open(dir.path()).unwrap();
     let head = repo.head().unwrap().peel_to_commit().unwrap();
-    let msg = head
-        .message()
-        .unwrap()
-        .replace("Records-Patch: 38", "Records-Patch: 29");
-    head.amend(Some("HEAD"), None, None, None, Some(&msg), None)
-        .unwrap();
+    let msg = head.message().unwrap().replace("Records-Patch: 38", "Records-Patch: 29");
+    head.amend(Some("HEAD"), None, None, None, Some(&msg), None).unwrap();
     let before = f.read("patches/29.patch");
-    let err = records::series::export::import(f.root(), dir.path())
-        .unwrap_err()
-        .to_string();
+    let err = records::series::export::import(f.root(), dir.path()).unwrap_err().to_string();
     assert!(
         err.contains("belong to records [29]") && err.contains("the chain after #1 is [29, 38]"),
         "{err}"
     );
-    assert_eq!(
-        f.read("patches/29.patch"),
-        before,
-        "nothing is written on error"
-    );
+    assert_eq!(f.read("patches/29.patch"), before, "nothing is written on error");
 }

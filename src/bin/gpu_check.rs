@@ -81,11 +81,7 @@ mod gpu {
     }
 
     fn row(check: impl Into<String>, result: impl Into<String>, notes: impl Into<String>) -> Row {
-        Row {
-            check: check.into(),
-            result: result.into(),
-            notes: notes.into(),
-        }
+        Row { check: check.into(), result: result.into(), notes: notes.into() }
     }
 
     /// Runs the checks in order; returns whether every one passed.
@@ -111,25 +107,16 @@ mod gpu {
         let mut rows = vec![row(
             "device",
             format!("cuda:{} of {count}", args.device),
-            format!(
-                "libtorch 2.11.0 (tch 0.24); cuDNN {}",
-                tch::Cuda::cudnn_is_available()
-            ),
+            format!("libtorch 2.11.0 (tch 0.24); cuDNN {}", tch::Cuda::cudnn_is_available()),
         )];
         type Check = (&'static str, fn(&Ctx) -> Result<Vec<Row>>);
         let checks: [Check; 9] = [
             ("flash fwd: dense causal", flash_dense),
             ("flash fwd: causal window 64", flash_window),
             ("flash fwd: varlen documents", flash_varlen),
-            (
-                "flash fwd: varlen documents + window 64",
-                flash_varlen_window,
-            ),
+            ("flash fwd: varlen documents + window 64", flash_varlen_window),
             ("flash bwd: dense causal", flash_backward_dense),
-            (
-                "flash bwd: varlen documents + window 64",
-                flash_backward_varlen,
-            ),
+            ("flash bwd: varlen documents + window 64", flash_backward_varlen),
             ("record #1 full shape", record_one),
             ("AdamW over record #1's params", adamw),
             ("CUDA graph: one lab-size step", graph),
@@ -159,11 +146,7 @@ mod gpu {
                 write_atomically(out, &table(&rows))?;
             }
         }
-        rows.push(row(
-            "total time",
-            format!("{:.1} s", start.elapsed().as_secs_f64()),
-            "",
-        ));
+        rows.push(row("total time", format!("{:.1} s", start.elapsed().as_secs_f64()), ""));
         let text = table(&rows);
         print!("{text}");
         if let Some(out) = &args.out {
@@ -211,12 +194,7 @@ mod gpu {
         let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
         let mut out = String::from("| check | result | reference / notes |\n|---|---|---|\n");
         for r in rows {
-            out += &format!(
-                "| {} | {} | {} |\n",
-                cell(&r.check),
-                cell(&r.result),
-                cell(&r.notes)
-            );
+            out += &format!("| {} | {} | {} |\n", cell(&r.check), cell(&r.result), cell(&r.notes));
         }
         out
     }
@@ -286,18 +264,11 @@ mod gpu {
         let base = bf16_qkv(ctx, shape);
         let upstream = Tensor::randn(shape, (Kind::Float, ctx.dev));
         let grads = |kind: Kind, kernel: Kernel| -> Result<Vec<Tensor>> {
-            let leaves: Vec<Tensor> = base
-                .iter()
-                .map(|x| x.to_kind(kind).detach().set_requires_grad(true))
-                .collect();
+            let leaves: Vec<Tensor> =
+                base.iter().map(|x| x.to_kind(kind).detach().set_requires_grad(true)).collect();
             let y = attend_with(&leaves[0], &leaves[1], &leaves[2], &pattern, kernel)?;
-            (y.to_kind(Kind::Float) * &upstream)
-                .sum(Kind::Float)
-                .f_backward()?;
-            Ok(leaves
-                .iter()
-                .map(|l| l.grad().to_kind(Kind::Float))
-                .collect())
+            (y.to_kind(Kind::Float) * &upstream).sum(Kind::Float).f_backward()?;
+            Ok(leaves.iter().map(|l| l.grad().to_kind(Kind::Float)).collect())
         };
         let got = grads(Kind::BFloat16, Kernel::Flash)?;
         let want = grads(Kind::Float, Kernel::Sdpa)?;
@@ -311,11 +282,7 @@ mod gpu {
         }
         Ok(vec![row(
             format!("flash bwd: {what}"),
-            format!(
-                "max abs err {} ({})",
-                parts.join(", "),
-                if all_ok { "ok" } else { "FAIL" }
-            ),
+            format!("max abs err {} ({})", parts.join(", "), if all_ok { "ok" } else { "FAIL" }),
             format!(
                 "{}; autograd of each for one random upstream gradient",
                 reference_note(&pattern)
@@ -328,41 +295,21 @@ mod gpu {
     }
 
     fn flash_dense(ctx: &Ctx) -> Result<Vec<Row>> {
-        flash_forward(
-            ctx,
-            DENSE,
-            Pattern::default(),
-            "dense causal, B4 H12 T1024 D64",
-        )
+        flash_forward(ctx, DENSE, Pattern::default(), "dense causal, B4 H12 T1024 D64")
     }
 
     fn flash_window(ctx: &Ctx) -> Result<Vec<Row>> {
-        let pattern = Pattern {
-            window: Some(64),
-            ..Pattern::default()
-        };
+        let pattern = Pattern { window: Some(64), ..Pattern::default() };
         flash_forward(ctx, DENSE, pattern, "causal window 64, B4 H12 T1024 D64")
     }
 
     fn flash_varlen(ctx: &Ctx) -> Result<Vec<Row>> {
-        let pattern = Pattern {
-            docs: Some(docs(ctx)?),
-            ..Pattern::default()
-        };
-        flash_forward(
-            ctx,
-            PACKED,
-            pattern,
-            "varlen docs [37,219,300,1,467] over B4×T256, causal",
-        )
+        let pattern = Pattern { docs: Some(docs(ctx)?), ..Pattern::default() };
+        flash_forward(ctx, PACKED, pattern, "varlen docs [37,219,300,1,467] over B4×T256, causal")
     }
 
     fn flash_varlen_window(ctx: &Ctx) -> Result<Vec<Row>> {
-        let pattern = Pattern {
-            window: Some(64),
-            docs: Some(docs(ctx)?),
-            ..Pattern::default()
-        };
+        let pattern = Pattern { window: Some(64), docs: Some(docs(ctx)?), ..Pattern::default() };
         flash_forward(ctx, PACKED, pattern, "varlen docs + window 64")
     }
 
@@ -371,11 +318,7 @@ mod gpu {
     }
 
     fn flash_backward_varlen(ctx: &Ctx) -> Result<Vec<Row>> {
-        let pattern = Pattern {
-            window: Some(64),
-            docs: Some(docs(ctx)?),
-            ..Pattern::default()
-        };
+        let pattern = Pattern { window: Some(64), docs: Some(docs(ctx)?), ..Pattern::default() };
         flash_backward(ctx, PACKED, pattern, "varlen docs + window 64 (dq, dk, dv)")
     }
 
@@ -395,12 +338,7 @@ mod gpu {
         tch::manual_seed(recipe.seed as i64);
         let vs = nn::VarStore::new(ctx.dev);
         let (model, params) = Gpt::new(vs.root(), &recipe, Kind::BFloat16);
-        Ok(Model {
-            _vs: vs,
-            model,
-            params,
-            recipe,
-        })
+        Ok(Model { _vs: vs, model, params, recipe })
     }
 
     /// Random tokens `[rows, seq_len]` as inputs and targets.
@@ -519,10 +457,8 @@ mod gpu {
         let grads: Vec<Tensor> = m.params.iter().map(|p| p.tensor.grad()).collect();
         let exp_avgs: Vec<Tensor> = params.iter().map(Tensor::zeros_like).collect();
         let exp_avg_sqs: Vec<Tensor> = params.iter().map(Tensor::zeros_like).collect();
-        let steps: Vec<Tensor> = params
-            .iter()
-            .map(|_| Tensor::zeros([], (Kind::Float, ctx.dev)))
-            .collect();
+        let steps: Vec<Tensor> =
+            params.iter().map(|_| Tensor::zeros([], (Kind::Float, ctx.dev))).collect();
         let cfg = AdamWConfig {
             lr: r.lr,
             beta1: r.beta1,
@@ -535,11 +471,7 @@ mod gpu {
         })?;
         let n: i64 = params.iter().map(|p| p.numel() as i64).sum();
         Ok(vec![row(
-            format!(
-                "AdamW over {:.1}M params ({} tensors)",
-                n as f64 / 1e6,
-                params.len()
-            ),
+            format!("AdamW over {:.1}M params ({} tensors)", n as f64 / 1e6, params.len()),
             format!(
                 "ours {ours_ms:.2} ms, fused {fused_ms:.2} ms ({:.1}× faster)",
                 ours_ms / fused_ms
@@ -572,10 +504,7 @@ mod gpu {
             let params: Vec<Tensor> = m.params.iter().map(|p| p.tensor.shallow_clone()).collect();
             let zeros = || -> Vec<Tensor> { params.iter().map(Tensor::zeros_like).collect() };
             let (exp_avgs, exp_avg_sqs) = (zeros(), zeros());
-            let steps = params
-                .iter()
-                .map(|_| Tensor::zeros([], (Kind::Float, ctx.dev)))
-                .collect();
+            let steps = params.iter().map(|_| Tensor::zeros([], (Kind::Float, ctx.dev))).collect();
             let cfg = AdamWConfig {
                 lr: r.lr,
                 beta1: r.beta1,
@@ -583,16 +512,7 @@ mod gpu {
                 weight_decay: r.weight_decay,
                 eps: r.eps,
             };
-            Ok(SmallStep {
-                m,
-                x,
-                y,
-                params,
-                exp_avgs,
-                exp_avg_sqs,
-                steps,
-                cfg,
-            })
+            Ok(SmallStep { m, x, y, params, exp_avgs, exp_avg_sqs, steps, cfg })
         }
 
         /// Zero the gradients, forward, backward and (with `update`) the fused AdamW step;
@@ -688,10 +608,7 @@ mod gpu {
                 max_state_diff(&s.state(), &eager_state)
             )
         } else {
-            format!(
-                "replay vs eager loss Δ {:.2e}",
-                (replay_loss - eager_loss).abs()
-            )
+            format!("replay vs eager loss Δ {:.2e}", (replay_loss - eager_loss).abs())
         };
         let replay_ms = ctx.time_ms(|| graph.replay())?;
         let eager_note = if scope.starts_with("the whole") {

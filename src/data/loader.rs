@@ -113,11 +113,7 @@ impl TrainLoader {
         let t = self.seq_len;
         let mut buf: Vec<i64> = Vec::with_capacity(rows.len() * (t + 1));
         for &(s, start) in rows {
-            buf.extend(
-                self.shards[s].tokens()[start..start + t + 1]
-                    .iter()
-                    .map(|&x| x as i64),
-            );
+            buf.extend(self.shards[s].tokens()[start..start + t + 1].iter().map(|&x| x as i64));
         }
         to_batch(buf, rows.len(), t, device)
     }
@@ -157,13 +153,7 @@ impl ValLoader {
         if !val_tokens.is_multiple_of(per_batch) {
             bail!("recipe.val_tokens = {val_tokens} is not a multiple of batch_rows x seq_len x ranks = {per_batch}");
         }
-        Ok(ValLoader {
-            tokens,
-            seq_len,
-            rows_per_batch,
-            rank,
-            ranks,
-        })
+        Ok(ValLoader { tokens, seq_len, rows_per_batch, rank, ranks })
     }
 
     /// Batches this rank evaluates; every rank gets the same number.
@@ -175,11 +165,7 @@ impl ValLoader {
         (0..n_batches).map(move |i| {
             let mut buf = Vec::with_capacity(b * (t + 1));
             for &row in &my_rows[i * b..(i + 1) * b] {
-                buf.extend(
-                    self.tokens[row * t..row * t + t + 1]
-                        .iter()
-                        .map(|&x| x as i64),
-                );
+                buf.extend(self.tokens[row * t..row * t + t + 1].iter().map(|&x| x as i64));
             }
             to_batch(buf, b, t, device)
         })
@@ -199,14 +185,8 @@ fn open_all(files: &[PathBuf]) -> Result<Vec<Shard>> {
 /// `buf` holds `rows` windows of T+1 tokens -> inputs/targets [rows, T].
 fn to_batch(buf: Vec<i64>, rows: usize, t: usize, device: Device) -> Batch {
     let all = Tensor::from_slice(&buf).view([rows as i64, t as i64 + 1]);
-    let inputs = all
-        .narrow(1, 0, t as i64)
-        .to_kind(Kind::Int64)
-        .to_device(device);
-    let targets = all
-        .narrow(1, 1, t as i64)
-        .to_kind(Kind::Int64)
-        .to_device(device);
+    let inputs = all.narrow(1, 0, t as i64).to_kind(Kind::Int64).to_device(device);
+    let targets = all.narrow(1, 1, t as i64).to_kind(Kind::Int64).to_device(device);
     Batch { inputs, targets }
 }
 

@@ -38,28 +38,15 @@ pub enum EnvError {
     #[error("{var} is not set, but {because}")]
     Missing { var: &'static str, because: String },
     #[error("{var}={value:?} is not {expected}")]
-    Parse {
-        var: &'static str,
-        value: String,
-        expected: &'static str,
-    },
+    Parse { var: &'static str, value: String, expected: &'static str },
     #[error("{var}={value} must be less than {limit_var}={limit}")]
-    OutOfRange {
-        var: &'static str,
-        value: usize,
-        limit_var: &'static str,
-        limit: usize,
-    },
+    OutOfRange { var: &'static str, value: usize, limit_var: &'static str, limit: usize },
     #[error(
         "this is Slurm task {procid} of SLURM_NTASKS={ntasks}, but {var} is not set: export \
          MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n1) and \
          MASTER_PORT=<free port> in the sbatch script before srun"
     )]
-    SlurmMaster {
-        var: &'static str,
-        procid: usize,
-        ntasks: usize,
-    },
+    SlurmMaster { var: &'static str, procid: usize, ntasks: usize },
     #[error(
         "MASTER_PORT={0} under torchrun's agent store leaves no port above it for the CPU backend"
     )]
@@ -124,9 +111,7 @@ impl RankEnv {
     /// agent store, where the agent's TCPStore holds `MASTER_PORT` and we take `MASTER_PORT + 1`.
     pub fn tcp_port(&self) -> Result<u16, EnvError> {
         if self.agent_store {
-            self.master_port
-                .checked_add(1)
-                .ok_or(EnvError::NoTcpPort(self.master_port))
+            self.master_port.checked_add(1).ok_or(EnvError::NoTcpPort(self.master_port))
         } else {
             Ok(self.master_port)
         }
@@ -137,10 +122,7 @@ fn torchrun(get: &impl Fn(&str) -> Option<String>) -> Result<RankEnv, EnvError> 
     let because =
         "RANK or WORLD_SIZE is (torchrun sets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE)";
     let need = |var: &'static str| {
-        get(var).ok_or_else(|| EnvError::Missing {
-            var,
-            because: because.to_string(),
-        })
+        get(var).ok_or_else(|| EnvError::Missing { var, because: because.to_string() })
     };
     let rank = count("RANK", &need("RANK")?)?;
     let world = count("WORLD_SIZE", &need("WORLD_SIZE")?)?;
@@ -148,14 +130,9 @@ fn torchrun(get: &impl Fn(&str) -> Option<String>) -> Result<RankEnv, EnvError> 
     let local_world = count("LOCAL_WORLD_SIZE", &need("LOCAL_WORLD_SIZE")?)?;
     let (master_addr, master_port) = if world > 1 {
         let because = format!("WORLD_SIZE={world} needs rank 0's address");
-        let addr = get("MASTER_ADDR").ok_or(EnvError::Missing {
-            var: "MASTER_ADDR",
-            because: because.clone(),
-        })?;
-        let port = get("MASTER_PORT").ok_or(EnvError::Missing {
-            var: "MASTER_PORT",
-            because,
-        })?;
+        let addr = get("MASTER_ADDR")
+            .ok_or(EnvError::Missing { var: "MASTER_ADDR", because: because.clone() })?;
+        let port = get("MASTER_PORT").ok_or(EnvError::Missing { var: "MASTER_PORT", because })?;
         (addr, port_of(&port)?)
     } else {
         (String::new(), 0)
@@ -171,10 +148,7 @@ fn torchrun(get: &impl Fn(&str) -> Option<String>) -> Result<RankEnv, EnvError> 
         timeout: DEFAULT_TIMEOUT,
         source: Source::Torchrun,
     };
-    validate(
-        &env,
-        ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"],
-    )?;
+    validate(&env, ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"])?;
     Ok(env)
 }
 
@@ -194,11 +168,7 @@ fn slurm(get: &impl Fn(&str) -> Option<String>) -> Result<RankEnv, EnvError> {
         None => tasks_per_node(&need("SLURM_TASKS_PER_NODE")?)?,
     };
     let (master_addr, master_port) = if world > 1 {
-        let missing = |var| EnvError::SlurmMaster {
-            var,
-            procid: rank,
-            ntasks: world,
-        };
+        let missing = |var| EnvError::SlurmMaster { var, procid: rank, ntasks: world };
         let addr = get("MASTER_ADDR").ok_or_else(|| missing("MASTER_ADDR"))?;
         let port = get("MASTER_PORT").ok_or_else(|| missing("MASTER_PORT"))?;
         (addr, port_of(&port)?)
@@ -216,15 +186,7 @@ fn slurm(get: &impl Fn(&str) -> Option<String>) -> Result<RankEnv, EnvError> {
         timeout: DEFAULT_TIMEOUT,
         source: Source::Slurm,
     };
-    validate(
-        &env,
-        [
-            "SLURM_PROCID",
-            "SLURM_NTASKS",
-            "SLURM_LOCALID",
-            "SLURM_NTASKS_PER_NODE",
-        ],
-    )?;
+    validate(&env, ["SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"])?;
     Ok(env)
 }
 
@@ -235,16 +197,13 @@ fn tasks_per_node(v: &str) -> Result<usize, EnvError> {
         Some((n, rest)) if rest.ends_with(')') && !rest.contains(',') => n,
         _ => v,
     };
-    head.parse::<usize>()
-        .ok()
-        .filter(|n| *n > 0)
-        .ok_or_else(|| {
-            parse_err(
-                "SLURM_TASKS_PER_NODE",
-                v,
-                "a uniform task count such as 8 or 8(x2) (set --ntasks-per-node)",
-            )
-        })
+    head.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
+        parse_err(
+            "SLURM_TASKS_PER_NODE",
+            v,
+            "a uniform task count such as 8 or 8(x2) (set --ntasks-per-node)",
+        )
+    })
 }
 
 /// Checks rank < world and local rank < local world; `names` are the four variables' names.
@@ -261,22 +220,14 @@ fn validate(env: &RankEnv, names: [&'static str; 4]) -> Result<(), EnvError> {
     ];
     for (var, value, limit_var, limit) in checks {
         if value >= limit {
-            return Err(EnvError::OutOfRange {
-                var,
-                value,
-                limit_var,
-                limit,
-            });
+            return Err(EnvError::OutOfRange { var, value, limit_var, limit });
         }
     }
     Ok(())
 }
 
 fn count(var: &'static str, value: &str) -> Result<usize, EnvError> {
-    value
-        .trim()
-        .parse()
-        .map_err(|_| parse_err(var, value, "a non-negative integer"))
+    value.trim().parse().map_err(|_| parse_err(var, value, "a non-negative integer"))
 }
 
 fn port_of(value: &str) -> Result<u16, EnvError> {
@@ -289,9 +240,5 @@ fn port_of(value: &str) -> Result<u16, EnvError> {
 }
 
 fn parse_err(var: &'static str, value: &str, expected: &'static str) -> EnvError {
-    EnvError::Parse {
-        var,
-        value: value.to_string(),
-        expected,
-    }
+    EnvError::Parse { var, value: value.to_string(), expected }
 }

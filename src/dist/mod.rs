@@ -71,11 +71,7 @@ pub enum DistError {
     #[error("rank 0 cannot listen on {addr}: {why}")]
     Listen { addr: String, why: String },
     #[error("rank {rank} cannot reach rank 0 at {addr}: {why}")]
-    Connect {
-        rank: usize,
-        addr: String,
-        why: String,
-    },
+    Connect { rank: usize, addr: String, why: String },
     /// The caller passed tensors that do not fit the operation.
     #[error("{0}")]
     Usage(String),
@@ -130,10 +126,7 @@ pub(crate) fn check_sizes(
 }
 
 pub(crate) fn check_op(kind: Kind, op: Op) -> Result<(), DistError> {
-    let float = matches!(
-        kind,
-        Kind::Half | Kind::Float | Kind::Double | Kind::BFloat16
-    );
+    let float = matches!(kind, Kind::Half | Kind::Float | Kind::Double | Kind::BFloat16);
     if op == Op::Avg && !float {
         return Err(DistError::Usage(format!(
             "Op::Avg needs floating-point tensors, got {kind:?}; use Op::Sum"

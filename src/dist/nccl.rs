@@ -31,12 +31,7 @@ impl Nccl {
         )
         .map_err(nccl_err)?;
         let pg = ProcessGroupNccl::new(&store, env.rank, env.world, device).map_err(nccl_err)?;
-        Ok(Nccl {
-            rank: env.rank,
-            world: env.world,
-            pg,
-            _store: store,
-        })
+        Ok(Nccl { rank: env.rank, world: env.world, pg, _store: store })
     }
 }
 
@@ -87,10 +82,7 @@ impl Collectives for Nccl {
         }
         check_op(kind, op)?;
         let buf = Tensor::f_cat(&flat, 0)?;
-        self.pg
-            .all_reduce(&buf, reduce_op(op))
-            .and_then(|w| w.wait())
-            .map_err(nccl_err)?;
+        self.pg.all_reduce(&buf, reduce_op(op)).and_then(|w| w.wait()).map_err(nccl_err)?;
         let mut offset = 0;
         for t in tensors.iter_mut() {
             let n = t.numel() as i64;
@@ -108,10 +100,7 @@ impl Collectives for Nccl {
             )));
         }
         let buf = tensor.f_contiguous()?;
-        self.pg
-            .broadcast(&buf, root)
-            .and_then(|w| w.wait())
-            .map_err(nccl_err)?;
+        self.pg.broadcast(&buf, root).and_then(|w| w.wait()).map_err(nccl_err)?;
         copy_back(tensor, &buf)
     }
 
@@ -125,12 +114,7 @@ impl Collectives for Nccl {
         input: &Tensor,
         op: Op,
     ) -> Result<(), DistError> {
-        let kind = check_sizes(
-            "reduce_scatter",
-            (input, "input"),
-            (output, "output"),
-            self.world,
-        )?;
+        let kind = check_sizes("reduce_scatter", (input, "input"), (output, "output"), self.world)?;
         check_op(kind, op)?;
         let src = input.f_contiguous()?.f_reshape([-1])?;
         let out = Tensor::f_empty([output.numel() as i64], (kind, input.device()))?;
@@ -142,18 +126,11 @@ impl Collectives for Nccl {
     }
 
     fn all_gather(&mut self, output: &mut Tensor, input: &Tensor) -> Result<(), DistError> {
-        let kind: Kind = check_sizes(
-            "all_gather",
-            (output, "output"),
-            (input, "input"),
-            self.world,
-        )?;
+        let kind: Kind =
+            check_sizes("all_gather", (output, "output"), (input, "input"), self.world)?;
         let src = input.f_contiguous()?.f_reshape([-1])?;
         let out = Tensor::f_empty([output.numel() as i64], (kind, input.device()))?;
-        self.pg
-            .all_gather(&out, &src)
-            .and_then(|w| w.wait())
-            .map_err(nccl_err)?;
+        self.pg.all_gather(&out, &src).and_then(|w| w.wait()).map_err(nccl_err)?;
         copy_back(output, &out)
     }
 }

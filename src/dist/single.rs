@@ -48,9 +48,7 @@ fn check_root(root: usize) -> Result<(), DistError> {
     if root == 0 {
         Ok(())
     } else {
-        Err(DistError::Usage(format!(
-            "broadcast from rank {root}, but the world has 1 rank"
-        )))
+        Err(DistError::Usage(format!("broadcast from rank {root}, but the world has 1 rank")))
     }
 }
 

@@ -51,16 +51,10 @@ impl Call {
     }
 
     fn name_of(code: u8) -> &'static str {
-        [
-            Call::AllReduce,
-            Call::Broadcast,
-            Call::Barrier,
-            Call::ReduceScatter,
-            Call::AllGather,
-        ]
-        .into_iter()
-        .find(|c| *c as u8 == code)
-        .map_or("an unknown collective", Call::name)
+        [Call::AllReduce, Call::Broadcast, Call::Barrier, Call::ReduceScatter, Call::AllGather]
+            .into_iter()
+            .find(|c| *c as u8 == code)
+            .map_or("an unknown collective", Call::name)
     }
 }
 
@@ -181,9 +175,7 @@ impl Tcp {
 
     fn spoke_send(&mut self, bytes: &[u8]) -> Result<(), DistError> {
         let (call, seq, timeout) = (self.call, self.seq, self.timeout);
-        let Links::Spoke(s) = &mut self.links else {
-            unreachable!("rank 0 sends with hub_send")
-        };
+        let Links::Spoke(s) = &mut self.links else { unreachable!("rank 0 sends with hub_send") };
         write_frame(s, DATA, call as u8, seq, bytes).map_err(|e| io_err(0, call, seq, timeout, e))
     }
 
@@ -320,8 +312,7 @@ impl Collectives for Tcp {
 
     fn barrier(&mut self) -> Result<(), DistError> {
         self.guarded(Call::Barrier, |me| {
-            me.reduce_everywhere(Vec::new(), Kind::Float, Op::Sum)
-                .map(drop)
+            me.reduce_everywhere(Vec::new(), Kind::Float, Op::Sum).map(drop)
         })
     }
 
@@ -332,12 +323,8 @@ impl Collectives for Tcp {
         op: Op,
     ) -> Result<(), DistError> {
         self.guarded(Call::ReduceScatter, |me| {
-            let kind = check_sizes(
-                "reduce_scatter",
-                (input, "input"),
-                (output, "output"),
-                me.world,
-            )?;
+            let kind =
+                check_sizes("reduce_scatter", (input, "input"), (output, "output"), me.world)?;
             check_op(kind, op)?;
             let chunk = output.numel() * kind.elt_size_in_bytes();
             let mine = bytes_of(input)?;
@@ -421,12 +408,7 @@ fn read_header(s: &mut TcpStream) -> io::Result<Header> {
     let mut head = [0u8; HEADER];
     s.read_exact(&mut head)?;
     let word = |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().expect("8 bytes"));
-    Ok(Header {
-        tag: head[0],
-        call: head[1],
-        seq: word(2),
-        len: word(10),
-    })
+    Ok(Header { tag: head[0], call: head[1], seq: word(2), len: word(10) })
 }
 
 /// Reads peer `from`'s next frame into `buf`, checking that it belongs to this collective and
@@ -448,10 +430,7 @@ fn recv(
         return Err(if from == 0 {
             DistError::Relayed(msg)
         } else {
-            DistError::Peer {
-                rank: from,
-                what: format!("failed: {msg}"),
-            }
+            DistError::Peer { rank: from, what: format!("failed: {msg}") }
         });
     }
     let peer = |what: String| DistError::Peer { rank: from, what };
@@ -549,9 +528,7 @@ fn accept_all(env: &RankEnv, port: u16) -> Result<Vec<TcpStream>, DistError> {
         };
         listen_err(addr.to_string(), why)
     })?;
-    listener
-        .set_nonblocking(true)
-        .map_err(|e| listen_err(addr.to_string(), e.to_string()))?;
+    listener.set_nonblocking(true).map_err(|e| listen_err(addr.to_string(), e.to_string()))?;
     let deadline = Instant::now() + env.timeout;
     let mut spokes: Vec<Option<TcpStream>> = (1..env.world).map(|_| None).collect();
     while spokes.iter().any(Option::is_none) {
@@ -589,11 +566,10 @@ fn accept_all(env: &RankEnv, port: u16) -> Result<Vec<TcpStream>, DistError> {
     }
     let mut streams: Vec<TcpStream> = spokes.into_iter().flatten().collect();
     for (i, s) in streams.iter_mut().enumerate() {
-        s.write_all(&hello(0, env.world))
-            .map_err(|e| DistError::Peer {
-                rank: i + 1,
-                what: format!("closed its connection during the rendezvous: {e}"),
-            })?;
+        s.write_all(&hello(0, env.world)).map_err(|e| DistError::Peer {
+            rank: i + 1,
+            what: format!("closed its connection during the rendezvous: {e}"),
+        })?;
     }
     Ok(streams)
 }
@@ -631,11 +607,7 @@ fn greet(s: TcpStream, env: &RankEnv) -> Result<Option<(usize, TcpStream)>, Dist
 /// answer that means every rank has joined.
 fn join(env: &RankEnv, port: u16) -> Result<TcpStream, DistError> {
     let shown = format!("{}:{port}", env.master_addr);
-    let fail = |why: String| DistError::Connect {
-        rank: env.rank,
-        addr: shown.clone(),
-        why,
-    };
+    let fail = |why: String| DistError::Connect { rank: env.rank, addr: shown.clone(), why };
     let addr = resolve(env, port).map_err(fail)?;
     let deadline = Instant::now() + env.timeout;
     let mut s = loop {
@@ -676,8 +648,7 @@ fn join(env: &RankEnv, port: u16) -> Result<TcpStream, DistError> {
     s.write_all(&hello(env.rank, env.world)).map_err(closed)?;
     let left = deadline.saturating_duration_since(Instant::now());
     // Rank 0 answers once all ranks joined, or gives up after its own `timeout`.
-    s.set_read_timeout(Some(left + env.timeout))
-        .map_err(|e| fail(e.to_string()))?;
+    s.set_read_timeout(Some(left + env.timeout)).map_err(|e| fail(e.to_string()))?;
     let mut b = [0u8; 16];
     s.read_exact(&mut b).map_err(closed)?;
     match parse_hello(&b) {

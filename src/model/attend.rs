@@ -43,23 +43,12 @@ impl Docs {
             .into_iter()
             .map(i64::from)
             .collect();
-        ensure!(
-            bounds[0] == 0,
-            "document boundaries must start at 0, got {bounds:?}"
-        );
+        ensure!(bounds[0] == 0, "document boundaries must start at 0, got {bounds:?}");
         if let Some(w) = bounds.windows(2).find(|w| w[1] < w[0]) {
-            bail!(
-                "document boundaries must not decrease, got {} after {}",
-                w[1],
-                w[0]
-            );
+            bail!("document boundaries must not decrease, got {} after {}", w[1], w[0]);
         }
         let max_len = bounds.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
-        Ok(Docs {
-            cu_seqlens: cu_seqlens.shallow_clone(),
-            bounds,
-            max_len,
-        })
+        Ok(Docs { cu_seqlens: cu_seqlens.shallow_clone(), bounds, max_len })
     }
 
     /// Boundaries from document lengths, as an int32 tensor on `device`.
@@ -112,12 +101,7 @@ pub struct Pattern {
 impl Default for Pattern {
     /// Dense causal over each row with the default scale: GPT-2 (record #1).
     fn default() -> Self {
-        Pattern {
-            causal: true,
-            window: None,
-            docs: None,
-            scale: None,
-        }
+        Pattern { causal: true, window: None, docs: None, scale: None }
     }
 }
 

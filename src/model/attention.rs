@@ -34,14 +34,11 @@ impl Attention {
         let (b, t, c) = x.size3().expect("attention input is [B, T, C]");
         let k = x.kind();
         let hd = c / self.n_head;
-        let qkv = x.linear(&self.qkv_w.to_kind(k), Some(&self.qkv_b.to_kind(k))); // [B, T, 3C]
-                                                                                  // [B, T, 3, H, D] -> [3, B, H, T, D]
-        let qkv = qkv
-            .view([b, t, 3, self.n_head, hd])
-            .permute([2, 0, 3, 1, 4]);
+        // [B, T, 3C] -> [B, T, 3, H, D] -> [3, B, H, T, D]
+        let qkv = x.linear(&self.qkv_w.to_kind(k), Some(&self.qkv_b.to_kind(k)));
+        let qkv = qkv.view([b, t, 3, self.n_head, hd]).permute([2, 0, 3, 1, 4]);
         let (q, key, v) = (qkv.get(0), qkv.get(1), qkv.get(2));
-        // [B, H, T, D]
-        let y = attend(&q, &key, &v, &Pattern::default()).expect("dense causal attention");
+        let y = attend(&q, &key, &v, &Pattern::default()).expect("dense causal attention"); // [B, H, T, D]
         let y = y.transpose(1, 2).contiguous().view([b, t, c]);
         y.linear(&self.proj_w.to_kind(k), Some(&self.proj_b.to_kind(k)))
     }

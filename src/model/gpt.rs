@@ -36,11 +36,7 @@ impl Gpt {
         // llm.c initialises only the first vocab_size rows; the padding rows stay zero.
         tch::no_grad(|| {
             let _ = wte
-                .narrow(
-                    0,
-                    r.vocab_size as i64,
-                    (r.padded_vocab_size - r.vocab_size) as i64,
-                )
+                .narrow(0, r.vocab_size as i64, (r.padded_vocab_size - r.vocab_size) as i64)
                 .zero_();
         });
         let wpe = ps.normal("wpe", &[r.max_seq_len as i64, c], std);
@@ -63,14 +59,7 @@ impl Gpt {
             })
             .collect();
         let ln_f = LayerNorm::new(&mut ps, "ln_f", c, r.ln_eps);
-        let gpt = Gpt {
-            wte,
-            wpe,
-            blocks,
-            ln_f,
-            vocab_size: r.vocab_size as i64,
-            compute,
-        };
+        let gpt = Gpt { wte, wpe, blocks, ln_f, vocab_size: r.vocab_size as i64, compute };
         (gpt, ps.into_params())
     }
 
@@ -86,22 +75,19 @@ impl Gpt {
             x = &x + b.mlp.forward(&b.ln_2.forward(&x));
         }
         let x = self.ln_f.forward(&x);
-        x.matmul(&self.wte.to_kind(self.compute).tr())
-            .to_kind(Kind::Float) // [B, T, Vp]
+        x.matmul(&self.wte.to_kind(self.compute).tr()).to_kind(Kind::Float) // [B, T, Vp]
     }
 
     /// Mean cross-entropy over the real vocabulary; padded logits take no part (as llm.c).
     /// idx, targets: [B, T] -> scalar
     pub fn loss(&self, idx: &Tensor, targets: &Tensor) -> Tensor {
         let logits = self.forward(idx).narrow(-1, 0, self.vocab_size); // [B, T, V]
-        logits
-            .reshape([-1, self.vocab_size])
-            .cross_entropy_loss::<Tensor>(
-                &targets.reshape([-1]),
-                None,
-                tch::Reduction::Mean,
-                -100,
-                0.0,
-            )
+        logits.reshape([-1, self.vocab_size]).cross_entropy_loss::<Tensor>(
+            &targets.reshape([-1]),
+            None,
+            tch::Reduction::Mean,
+            -100,
+            0.0,
+        )
     }
 }

@@ -23,7 +23,6 @@ impl Mlp {
     pub fn forward(&self, x: &Tensor) -> Tensor {
         let k = x.kind();
         let h = x.linear(&self.fc_w.to_kind(k), Some(&self.fc_b.to_kind(k))); // [B, T, 4C]
-        h.gelu("tanh")
-            .linear(&self.proj_w.to_kind(k), Some(&self.proj_b.to_kind(k)))
+        h.gelu("tanh").linear(&self.proj_w.to_kind(k), Some(&self.proj_b.to_kind(k)))
     }
 }

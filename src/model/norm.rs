@@ -19,10 +19,7 @@ impl LayerNorm {
 
     /// x: [B, T, C] -> [B, T, C]
     pub fn forward(&self, x: &Tensor) -> Tensor {
-        let c = *x
-            .size()
-            .last()
-            .expect("LayerNorm input has a channel dimension");
+        let c = *x.size().last().expect("LayerNorm input has a channel dimension");
         x.layer_norm(
             [c],
             Some(&self.weight.to_kind(x.kind())),

@@ -18,22 +18,12 @@ pub struct ParamSet<'a> {
 
 impl<'a> ParamSet<'a> {
     pub fn new(path: nn::Path<'a>) -> Self {
-        ParamSet {
-            path,
-            params: Vec::new(),
-        }
+        ParamSet { path, params: Vec::new() }
     }
 
     /// N(0, std) for matrices, zeros or ones for vectors.
     pub fn normal(&mut self, name: &str, dims: &[i64], std: f64) -> Tensor {
-        self.add(
-            name,
-            dims,
-            nn::Init::Randn {
-                mean: 0.0,
-                stdev: std,
-            },
-        )
+        self.add(name, dims, nn::Init::Randn { mean: 0.0, stdev: std })
     }
 
     pub fn zeros(&mut self, name: &str, dims: &[i64]) -> Tensor {

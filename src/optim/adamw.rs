@@ -15,18 +15,8 @@ pub struct AdamW {
 
 impl AdamW {
     pub fn new(params: &[Param], beta1: f64, beta2: f64, eps: f64, weight_decay: f64) -> Self {
-        let state = params
-            .iter()
-            .map(|p| (p.tensor.zeros_like(), p.tensor.zeros_like()))
-            .collect();
-        AdamW {
-            beta1,
-            beta2,
-            eps,
-            weight_decay,
-            state,
-            t: 0,
-        }
+        let state = params.iter().map(|p| (p.tensor.zeros_like(), p.tensor.zeros_like())).collect();
+        AdamW { beta1, beta2, eps, weight_decay, state, t: 0 }
     }
 
     /// One update with gradients multiplied by `grad_scale` (the clip factor).
@@ -54,21 +44,11 @@ pub fn clip_factor(params: &[Param], max_norm: f64) -> (f64, f64) {
     let sq: f64 = tch::no_grad(|| {
         params
             .iter()
-            .map(|p| {
-                p.tensor
-                    .grad()
-                    .square()
-                    .sum(tch::Kind::Double)
-                    .double_value(&[])
-            })
+            .map(|p| p.tensor.grad().square().sum(tch::Kind::Double).double_value(&[]))
             .sum()
     });
     let norm = sq.sqrt();
-    let scale = if max_norm > 0.0 && norm > max_norm {
-        max_norm / norm
-    } else {
-        1.0
-    };
+    let scale = if max_norm > 0.0 && norm > max_norm { max_norm / norm } else { 1.0 };
     (norm, scale)
 }
 
@@ -85,20 +65,13 @@ mod tests {
             g = tensor.grad();
         }
         g.copy_(&Tensor::from_slice(grad));
-        Param {
-            name: "p".into(),
-            tensor,
-            decay,
-        }
+        Param { name: "p".into(), tensor, decay }
     }
 
     /// Two steps computed by hand in float64.
     #[test]
     fn matches_hand_computed_steps() {
-        let params = vec![
-            param(&[1.0, -2.0], &[0.5, -1.0], true),
-            param(&[3.0], &[2.0], false),
-        ];
+        let params = vec![param(&[1.0, -2.0], &[0.5, -1.0], true), param(&[3.0], &[2.0], false)];
         let mut opt = AdamW::new(&params, 0.9, 0.95, 1e-8, 0.1);
         opt.step(&params, 0.01, 1.0);
         // Step 1: m^ = g, v^ = g^2, so the Adam term is sign(g) (up to eps).
@@ -110,12 +83,7 @@ mod tests {
         assert!((p1[0] as f64 - expect(3.0, 2.0, 0.0)).abs() < 1e-6);
         // Step 2 with a new gradient and a clip factor of 0.5.
         let prev = p1[0] as f64;
-        tch::no_grad(|| {
-            params[1]
-                .tensor
-                .grad()
-                .copy_(&Tensor::from_slice(&[-4.0f32]))
-        });
+        tch::no_grad(|| params[1].tensor.grad().copy_(&Tensor::from_slice(&[-4.0f32])));
         opt.step(&params, 0.02, 0.5);
         let (g1, g2) = (2.0f64, -2.0f64); // effective gradients of step 1 and 2
         let m = 0.9 * (0.1 * g1) + 0.1 * g2;

@@ -79,9 +79,7 @@ struct Callbacks<F, B> {
 /// # Safety
 /// `ptrs` must point at n valid tensor handles.
 unsafe fn borrow(ptrs: *const CTensor, n: usize) -> Vec<Tensor> {
-    (0..n)
-        .map(|i| Tensor::clone_from_ptr(*ptrs.add(i) as *mut C_tensor))
-        .collect()
+    (0..n).map(|i| Tensor::clone_from_ptr(*ptrs.add(i) as *mut C_tensor)).collect()
 }
 
 /// Moves `t` into the C++ list `list`.

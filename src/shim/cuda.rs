@@ -68,11 +68,7 @@ pub struct CudaStream {
 
 impl CudaStream {
     fn from_raw(id: i64, device: usize, handle: *mut c_void) -> CudaStream {
-        CudaStream {
-            id,
-            device,
-            handle: handle as usize,
-        }
+        CudaStream { id, device, handle: handle as usize }
     }
 
     /// This thread's current stream on `device` (what torch launches on).
@@ -114,11 +110,7 @@ impl CudaStream {
     /// Makes later work on this stream wait for what `other` has queued so far.
     pub fn wait_stream(&self, other: &CudaStream) -> Result<()> {
         if other.device != self.device {
-            bail!(
-                "wait_stream: streams on cuda:{} and cuda:{}",
-                self.device,
-                other.device
-            );
+            bail!("wait_stream: streams on cuda:{} and cuda:{}", self.device, other.device);
         }
         // SAFETY: plain values.
         let rc = unsafe { tshim_cuda_stream_wait(self.id, other.id, self.device as i64) };
@@ -160,20 +152,18 @@ impl CudaGraph {
         side.wait_stream(&previous)?;
         side.set_current()?;
         // SAFETY: live graph handle.
-        let result = check(
-            unsafe { tshim_graph_capture_begin(self.raw) },
-            "CUDA graph capture begin",
-        )
-        .and_then(|()| {
-            let recorded = record();
-            // SAFETY: live graph handle; ends the capture begun above even when `record` failed.
-            let ended = check(
-                unsafe { tshim_graph_capture_end(self.raw) },
-                "CUDA graph capture end",
-            );
-            let value = recorded?;
-            ended.map(|()| value)
-        });
+        let result =
+            check(unsafe { tshim_graph_capture_begin(self.raw) }, "CUDA graph capture begin")
+                .and_then(|()| {
+                    let recorded = record();
+                    // SAFETY: live graph handle; ends the capture begun above even when `record` failed.
+                    let ended = check(
+                        unsafe { tshim_graph_capture_end(self.raw) },
+                        "CUDA graph capture end",
+                    );
+                    let value = recorded?;
+                    ended.map(|()| value)
+                });
         previous.set_current()?;
         previous.wait_stream(&side)?;
         result
@@ -260,10 +250,7 @@ impl ProcessGroupNccl {
         let mut raw = std::ptr::null_mut();
         // SAFETY: live store handle (the group keeps its own reference); one out slot.
         let rc = unsafe { tshim_nccl_new(store.raw(), rank_c, world_c, device as i64, &mut raw) };
-        check(
-            rc,
-            &format!("ProcessGroupNCCL rank {rank} of {world_size} on cuda:{device}"),
-        )?;
+        check(rc, &format!("ProcessGroupNCCL rank {rank} of {world_size} on cuda:{device}"))?;
         Ok(ProcessGroupNccl { raw })
     }
 

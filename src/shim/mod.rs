@@ -114,12 +114,7 @@ pub struct FlashOptions<'a> {
 /// CUDA only, fp16/bf16; on the CPU it returns an error (use SDPA with an explicit mask there).
 pub fn flash_attention(q: &Tensor, k: &Tensor, v: &Tensor, opts: &FlashOptions) -> Result<Tensor> {
     let (cu_q, cu_k, max_q, max_k) = match opts.varlen {
-        Some(vl) => (
-            vl.cu_seqlens_q.as_ptr(),
-            vl.cu_seqlens_k.as_ptr(),
-            vl.max_q,
-            vl.max_k,
-        ),
+        Some(vl) => (vl.cu_seqlens_q.as_ptr(), vl.cu_seqlens_k.as_ptr(), vl.max_q, vl.max_k),
         None => {
             let (tq, tk) = (q.size(), k.size());
             if tq.len() != 4 || tk.len() != 4 {
@@ -173,22 +168,12 @@ pub fn fused_adamw_(
     cfg: AdamWConfig,
 ) -> Result<()> {
     let n = params.len();
-    let lens = [
-        grads.len(),
-        exp_avgs.len(),
-        exp_avg_sqs.len(),
-        state_steps.len(),
-    ];
+    let lens = [grads.len(), exp_avgs.len(), exp_avg_sqs.len(), state_steps.len()];
     if lens.iter().any(|&l| l != n) {
         bail!("fused_adamw_: {n} params but grads/exp_avgs/exp_avg_sqs/state_steps have {lens:?}");
     }
-    let (p, g, m, v, s) = (
-        ptrs(params),
-        ptrs(grads),
-        ptrs(exp_avgs),
-        ptrs(exp_avg_sqs),
-        ptrs(state_steps),
-    );
+    let (p, g, m, v, s) =
+        (ptrs(params), ptrs(grads), ptrs(exp_avgs), ptrs(exp_avg_sqs), ptrs(state_steps));
     // SAFETY: five arrays of n borrowed handles, alive for the call.
     let rc = unsafe {
         tshim_fused_adamw(
@@ -237,10 +222,7 @@ pub fn memory_stats(device: Device) -> Result<MemoryStats> {
     let index = cuda_index(device, "memory_stats")?;
     let mut out = [0i64; 4];
     // SAFETY: out has the 4 slots the shim writes.
-    check(
-        unsafe { tshim_memory_stats(index, out.as_mut_ptr()) },
-        "memory_stats",
-    )?;
+    check(unsafe { tshim_memory_stats(index, out.as_mut_ptr()) }, "memory_stats")?;
     Ok(MemoryStats {
         allocated: out[0],
         peak_allocated: out[1],

@@ -99,11 +99,7 @@ impl TcpStore {
                 &mut raw,
             )
         };
-        let role = if is_server {
-            "hosting"
-        } else {
-            "connecting to"
-        };
+        let role = if is_server { "hosting" } else { "connecting to" };
         check(rc, &format!("TCPStore {role} {host}:{port}"))?;
         Ok(TcpStore { raw })
     }
@@ -139,10 +135,7 @@ impl TcpStore {
     pub fn port(&self) -> Result<u16> {
         let mut port = 0;
         // SAFETY: live handle, one out slot.
-        check(
-            unsafe { tshim_store_port(self.raw, &mut port) },
-            "TCPStore port",
-        )?;
+        check(unsafe { tshim_store_port(self.raw, &mut port) }, "TCPStore port")?;
         Ok(u16::try_from(port)?)
     }
 
@@ -165,12 +158,7 @@ impl TcpStore {
         let mut value = Vec::new();
         // SAFETY: live handle; the sink writes into `value` during the call only.
         let rc = unsafe {
-            tshim_store_get(
-                self.raw,
-                c_key.as_ptr(),
-                sink,
-                (&mut value as *mut Vec<u8>).cast(),
-            )
+            tshim_store_get(self.raw, c_key.as_ptr(), sink, (&mut value as *mut Vec<u8>).cast())
         };
         check(rc, &format!("store get {key:?}"))?;
         Ok(value)
@@ -188,10 +176,7 @@ impl TcpStore {
 
     /// Blocks until every key exists, up to `timeout` (`None`: the store's own timeout).
     pub fn wait(&self, keys: &[&str], timeout: Option<Duration>) -> Result<()> {
-        let c_keys = keys
-            .iter()
-            .map(|k| c_string(k, "store key"))
-            .collect::<Result<Vec<_>>>()?;
+        let c_keys = keys.iter().map(|k| c_string(k, "store key")).collect::<Result<Vec<_>>>()?;
         let key_ptrs: Vec<*const c_char> = c_keys.iter().map(|k| k.as_ptr()).collect();
         let ms = timeout.map_or(0, |t| millis(t).max(1));
         // SAFETY: live handle; the key strings outlive the call.
@@ -201,10 +186,7 @@ impl TcpStore {
 
     /// Whether every key exists now (no waiting).
     pub fn check(&self, keys: &[&str]) -> Result<bool> {
-        let c_keys = keys
-            .iter()
-            .map(|k| c_string(k, "store key"))
-            .collect::<Result<Vec<_>>>()?;
+        let c_keys = keys.iter().map(|k| c_string(k, "store key")).collect::<Result<Vec<_>>>()?;
         let key_ptrs: Vec<*const c_char> = c_keys.iter().map(|k| k.as_ptr()).collect();
         let mut out = 0;
         // SAFETY: live handle; the key strings outlive the call.

@@ -17,9 +17,7 @@ pub fn lab_recipe(overrides: &str) -> Recipe {
     let base =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/records/01.toml")).unwrap();
     let lab_start = base.find("[lab]\n").unwrap() + "[lab]\n".len();
-    let lab_end = base[lab_start..]
-        .find("\n[")
-        .map_or(base.len(), |i| lab_start + i);
+    let lab_end = base[lab_start..].find("\n[").map_or(base.len(), |i| lab_start + i);
     let mut lab: toml::Table = toml::from_str(&base[lab_start..lab_end]).unwrap();
     let extra: toml::Table = toml::from_str(overrides).unwrap();
     lab.extend(extra);

@@ -181,25 +181,13 @@ fn info(args: InfoArgs) -> Result<()> {
     let docs = toks.iter().filter(|&&t| t == tok.bos()).count();
     let head = &toks[..toks.len().min(args.first)];
     println!("file:      {}", shard.path().display());
-    println!(
-        "header:    magic {} version {} tokens {}",
-        shard::MAGIC,
-        shard::VERSION,
-        shard.len()
-    );
-    println!(
-        "bytes:     {}",
-        shard::HEADER_BYTES as u64 + 2 * shard.len() as u64
-    );
+    println!("header:    magic {} version {} tokens {}", shard::MAGIC, shard::VERSION, shard.len());
+    println!("bytes:     {}", shard::HEADER_BYTES as u64 + 2 * shard.len() as u64);
     match max {
         Some(m) => println!("max id:    {m}"),
         None => println!("max id:    - (empty)"),
     }
-    println!(
-        "documents: {docs} ({} tokenizer, BOS {})",
-        tok.name(),
-        tok.bos()
-    );
+    println!("documents: {docs} ({} tokenizer, BOS {})", tok.name(), tok.bos());
     println!("first {}:  {:?}", head.len(), head);
     println!("decoded:   {:?}", tok.decode(head));
     Ok(())

@@ -23,11 +23,8 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let root = paths::repo_root()?;
     let all = !(args.stat || args.recipe || args.code);
-    let parts = Parts {
-        series: all || args.stat,
-        recipe: all || args.recipe,
-        code: all || args.code,
-    };
+    let parts =
+        Parts { series: all || args.stat, recipe: all || args.recipe, code: all || args.code };
     let text = diff::render(&root, args.a, args.b, parts, Paint(colour()))?;
     print!("{text}");
     Ok(())

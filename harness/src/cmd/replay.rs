@@ -73,23 +73,16 @@ pub fn run(args: Args) -> Result<()> {
     let catalog = Catalog::load(&root)?;
     let m = catalog.get(args.record)?;
     let cuda = args.gpus.is_some();
-    let lab = args
-        .scale
-        .unwrap_or(if cuda { ScaleArg::Full } else { ScaleArg::Lab })
-        == ScaleArg::Lab;
-    let (scale, target) = if lab {
-        ("lab", catalog.lab_target()?.val_loss)
-    } else {
-        ("full", TARGET_VAL_LOSS)
-    };
+    let lab =
+        args.scale.unwrap_or(if cuda { ScaleArg::Full } else { ScaleArg::Lab }) == ScaleArg::Lab;
+    let (scale, target) =
+        if lab { ("lab", catalog.lab_target()?.val_loss) } else { ("full", TARGET_VAL_LOSS) };
     let data = match (&args.data, lab) {
         (Some(d), _) => d.clone(),
         (None, true) => corpora::ensure_default(&root, &Tokenizer::byte())?.0,
         (None, false) => records::download::default_dest(&root),
     };
-    let steps = args
-        .steps
-        .unwrap_or(if lab { lab_budget(m)? } else { m.record.steps });
+    let steps = args.steps.unwrap_or(if lab { lab_budget(m)? } else { m.record.steps });
     // Upstream's rule: a record must beat its parent re-timed on the same hardware.
     let parent = match args.baseline {
         true => {
@@ -118,22 +111,13 @@ pub fn run(args: Args) -> Result<()> {
             ..LaunchOpts::default()
         },
     };
-    let label = if args.head {
-        format!("{scale}-head")
-    } else {
-        scale.to_string()
-    };
-    let results = args
-        .results
-        .clone()
-        .unwrap_or_else(|| paths::results_dir(&root));
+    let label = if args.head { format!("{scale}-head") } else { scale.to_string() };
+    let results = args.results.clone().unwrap_or_else(|| paths::results_dir(&root));
     let pending = PendingResults::new(&results, args.record, &label)?;
     let (mut logs, mut baseline_logs) = (Vec::new(), Vec::new());
     for i in 0..args.runs {
-        let seed = args
-            .seed
-            .map(|s| s + u64::from(i))
-            .or((i > 0).then(|| seed_of(m) + u64::from(i)));
+        let seed =
+            args.seed.map(|s| s + u64::from(i)).or((i > 0).then(|| seed_of(m) + u64::from(i)));
         let run = |t: &Trainer, name: String| -> Result<Option<runlog::RunLog>> {
             eprintln!(
                 "records: #{} run {}/{} at {scale} scale, {} rank(s) per node ({steps} steps, data {})",
@@ -146,9 +130,7 @@ pub fn run(args: Args) -> Result<()> {
             let out = pending.dir().join(name);
             ctx.run(t, &out, seed, format!("run={}/{}", i + 1, args.runs))?;
             // Rank 0's node writes the log; the others only train.
-            (args.node_rank == 0)
-                .then(|| runlog::parse_file(&out.join("train.log")))
-                .transpose()
+            (args.node_rank == 0).then(|| runlog::parse_file(&out.join("train.log"))).transpose()
         };
         // Interleaved, so drift of the machine hits both sides alike.
         if let Some(p) = &parent {
@@ -167,10 +149,7 @@ pub fn run(args: Args) -> Result<()> {
     if parent.is_some() {
         verdict = verdict.with_baseline(&baseline_logs);
     }
-    println!(
-        "\n#{} {} ({scale} scale; target {target})",
-        m.record.number, m.record.title
-    );
+    println!("\n#{} {} ({scale} scale; target {target})", m.record.number, m.record.title);
     print!("{}", verdict.render());
     let json = serde_json::to_string_pretty(&verdict)?;
     std::fs::write(pending.dir().join("verdict.json"), json).context("writing verdict.json")?;
@@ -196,9 +175,7 @@ impl<'a> Trainer<'a> {
             (root.to_path_buf(), id.to_string())
         } else {
             let dir = series::materialize(root, manifest.record.number)?;
-            let id = std::fs::read_to_string(dir.join(series::tree::MARKER))?
-                .trim()
-                .to_string();
+            let id = std::fs::read_to_string(dir.join(series::tree::MARKER))?.trim().to_string();
             (dir, id)
         };
         eprintln!(
@@ -207,12 +184,7 @@ impl<'a> Trainer<'a> {
             dir.display()
         );
         let bin = build_trainer(root, &dir, head, cuda)?;
-        Ok(Trainer {
-            manifest,
-            dir,
-            tree_id,
-            bin,
-        })
+        Ok(Trainer { manifest, dir, tree_id, bin })
     }
 }
 
@@ -230,23 +202,10 @@ impl RunContext {
     /// One run of `t`'s ranks, writing into `out`.
     fn run(&self, t: &Trainer, out: &Path, seed: Option<u64>, run_header: String) -> Result<()> {
         let mut a: Vec<OsString> = vec!["--manifest".into(), t.manifest.path.clone().into()];
-        a.extend([
-            "--scale".into(),
-            self.scale.into(),
-            "--data".into(),
-            self.data.clone().into(),
-        ]);
-        a.extend([
-            "--out".into(),
-            out.into(),
-            "--steps".into(),
-            self.steps.to_string().into(),
-        ]);
+        a.extend(["--scale".into(), self.scale.into(), "--data".into(), self.data.clone().into()]);
+        a.extend(["--out".into(), out.into(), "--steps".into(), self.steps.to_string().into()]);
         a.extend(["--header".into(), run_header.into()]);
-        a.extend([
-            "--header".into(),
-            format!("tree={} ({})", t.tree_id, t.dir.display()).into(),
-        ]);
+        a.extend(["--header".into(), format!("tree={} ({})", t.tree_id, t.dir.display()).into()]);
         if !self.cuda {
             a.push("--cpu".into());
         }
@@ -266,10 +225,7 @@ fn lab_budget(m: &Manifest) -> Result<u64> {
 }
 
 fn seed_of(m: &Manifest) -> u64 {
-    m.recipe
-        .get("seed")
-        .and_then(|v| v.as_integer())
-        .unwrap_or(0) as u64
+    m.recipe.get("seed").and_then(|v| v.as_integer()).unwrap_or(0) as u64
 }
 
 /// Runs the ranks with a progress bar: rank 0's validation lines are printed as they come, and
@@ -299,10 +255,7 @@ fn watch(bin: &Path, args: &[OsString], nproc: usize, opts: &LaunchOpts, steps: 
             print(line.text);
         } else {
             bar.set_position(step);
-            let loss = line
-                .text
-                .split_whitespace()
-                .find(|w| w.starts_with("train_loss:"));
+            let loss = line.text.split_whitespace().find(|w| w.starts_with("train_loss:"));
             bar.set_message(loss.unwrap_or("").to_string());
             if bar.is_hidden() && step % quiet_every == 0 {
                 println!("{}", line.text);

@@ -25,9 +25,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         FormatArg::Text => Format::Text,
         FormatArg::Md => Format::Markdown,
     };
-    print!(
-        "{}",
-        review::render(&root, args.record, format, Paint(super::diff::colour()))?
-    );
+    print!("{}", review::render(&root, args.record, format, Paint(super::diff::colour()))?);
     Ok(())
 }

@@ -69,16 +69,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 done.tip_changes
             );
         }
-        Command::Capture {
-            record,
-            since,
-            force,
-        } => {
+        Command::Capture { record, since, force } => {
             let (path, n) = series::capture::capture(&root, record, &since, force)?;
-            println!(
-                "wrote {} ({n} commit(s) from {since}..HEAD)",
-                path.display()
-            );
+            println!("wrote {} ({n} commit(s) from {since}..HEAD)", path.display());
             if series::capture::has_uncommitted_trainer_changes(&root)? {
                 eprintln!("note: the checkout has uncommitted trainer changes; they are not in the patch, so they count as part of the parent's tree");
             }

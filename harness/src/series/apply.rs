@@ -59,9 +59,7 @@ fn step_text(record: &u32, commit: &str, subject: &str, direction: &Direction) -
 }
 
 fn hunk_text(hunk: &Option<String>) -> String {
-    hunk.as_ref()
-        .map(|h| format!("hunk `{h}`: "))
-        .unwrap_or_default()
+    hunk.as_ref().map(|h| format!("hunk `{h}`: ")).unwrap_or_default()
 }
 
 fn hint(record: &u32) -> String {
@@ -128,22 +126,15 @@ fn locate(
     e: git2::Error,
 ) -> ApplyError {
     let file = path.as_deref().and_then(|p| {
-        files
-            .iter()
-            .find(|f| f.new_path.as_deref() == Some(p) || f.old_path.as_deref() == Some(p))
+        files.iter().find(|f| f.new_path.as_deref() == Some(p) || f.old_path.as_deref() == Some(p))
     });
     ApplyError::Hunk {
         record: step.record,
         commit: format!("{}/{}", step.commit, step.commits),
         subject: step.subject.to_string(),
         direction: step.direction,
-        file: file
-            .map(|f| f.path().to_string())
-            .or(path)
-            .unwrap_or_else(|| "?".into()),
-        hunk: file
-            .and_then(|f| hunk.and_then(|h| f.hunks.get(h)))
-            .map(|h| h.header()),
+        file: file.map(|f| f.path().to_string()).or(path).unwrap_or_else(|| "?".into()),
+        hunk: file.and_then(|f| hunk.and_then(|h| f.hunks.get(h))).map(|h| h.header()),
         reason: e.message().to_string(),
     }
 }

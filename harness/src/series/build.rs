@@ -29,8 +29,7 @@ impl TreeBuild {
         std::fs::create_dir_all(&target)
             .with_context(|| format!("creating {}", target.display()))?;
         let lock = File::create(target.join(".records-lock"))?;
-        lock.lock()
-            .with_context(|| format!("locking {}", target.display()))?;
+        lock.lock().with_context(|| format!("locking {}", target.display()))?;
         let id = std::fs::read_to_string(tree.join(MARKER))
             .with_context(|| format!("{} is not a materialized tree", tree.display()))?;
         let last = target.join(".records-tree");
@@ -42,11 +41,7 @@ impl TreeBuild {
             run_cargo(&target, tree, &clean)?;
             std::fs::write(&last, &id)?;
         }
-        Ok(TreeBuild {
-            target,
-            tree: tree.to_path_buf(),
-            _lock: lock,
-        })
+        Ok(TreeBuild { target, tree: tree.to_path_buf(), _lock: lock })
     }
 
     /// `cargo <args>` in the tree, into the trees' target dir.

@@ -49,10 +49,9 @@ fn newest_manifest(root: &Path) -> Result<u32> {
     let catalog = crate::catalog::Catalog::load(root)?;
     match catalog.newest() {
         Some(m) => Ok(m.record.number),
-        None => bail!(
-            "{} holds no manifest; add records/NN.toml first",
-            root.join("records").display()
-        ),
+        None => {
+            bail!("{} holds no manifest; add records/NN.toml first", root.join("records").display())
+        }
     }
 }
 

@@ -40,10 +40,7 @@ pub fn check(root: &Path, build: bool, log: &mut dyn FnMut(&str)) -> Result<Vec<
         }
         let tree = trees[&r.number];
         if let Some(p) = parent {
-            let got = *series
-                .forward(&repo, r.number, trees[&p])?
-                .last()
-                .unwrap_or(&trees[&p]);
+            let got = *series.forward(&repo, r.number, trees[&p])?.last().unwrap_or(&trees[&p]);
             if got != tree {
                 let file = first_difference(&repo, got, tree)?;
                 bail!(
@@ -65,13 +62,7 @@ pub fn check(root: &Path, build: bool, log: &mut dyn FnMut(&str)) -> Result<Vec<
             r.commits.len(),
             tree.to_string()
         ));
-        out.push(Checked {
-            record: r.number,
-            commits: r.commits.len(),
-            added,
-            removed,
-            tree,
-        });
+        out.push(Checked { record: r.number, commits: r.commits.len(), added, removed, tree });
     }
     if build {
         let newest = series.newest();
@@ -80,18 +71,12 @@ pub fn check(root: &Path, build: bool, log: &mut dyn FnMut(&str)) -> Result<Vec<
             tree::write_dir(&repo, trees[&r], &dir)?;
             // Release profile for both: libtorch's bindings (a minutes-long C++ build script)
             // then build once for all trees and their replays.
-            let action = if r == first || r == newest {
-                "build"
-            } else {
-                "check"
-            };
+            let action = if r == first || r == newest { "build" } else { "check" };
             let args = [action, "--release", "--all-targets", "-p", "trainer"];
             log(&format!("     #{r:<3} cargo {}", args.join(" ")));
-            build::TreeBuild::start(root, &dir)
-                .and_then(|b| b.cargo(&args))
-                .with_context(|| {
-                    format!("record #{r}: its tree does not build; fix the record's patch")
-                })?;
+            build::TreeBuild::start(root, &dir).and_then(|b| b.cargo(&args)).with_context(
+                || format!("record #{r}: its tree does not build; fix the record's patch"),
+            )?;
         }
     }
     Ok(out)
@@ -119,12 +104,7 @@ fn stray_patches(root: &Path, chain: &[u32]) -> Result<()> {
 
 fn first_difference(repo: &Repository, a: Oid, b: Oid) -> Result<String> {
     let (fa, fb) = (tree::files(repo, a)?, tree::files(repo, b)?);
-    let path = fa
-        .keys()
-        .chain(fb.keys())
-        .filter(|p| fa.get(*p) != fb.get(*p))
-        .min()
-        .cloned();
+    let path = fa.keys().chain(fb.keys()).filter(|p| fa.get(*p) != fb.get(*p)).min().cloned();
     Ok(path.unwrap_or_else(|| "a file mode".into()))
 }
 
@@ -137,10 +117,7 @@ fn check_notes(repo: &Repository, tree: Oid, manifest: &crate::catalog::Manifest
     for n in &manifest.notes {
         let where_ = format!("{}: note at {}:{}", manifest.path.display(), n.file, n.line);
         let Some((_, data)) = files.get(&n.file) else {
-            bail!(
-                "{where_}: the tree of #{} has no such file",
-                manifest.record.number
-            );
+            bail!("{where_}: the tree of #{} has no such file", manifest.record.number);
         };
         let lines = String::from_utf8_lossy(data).lines().count();
         if n.line as usize > lines {

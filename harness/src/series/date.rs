@@ -2,9 +2,8 @@
 //! from git's (seconds since the epoch, offset in minutes).
 
 const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-const MONTHS: [&str; 12] = [
-    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-];
+const MONTHS: [&str; 12] =
+    ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 
 /// Formats git's time as format-patch does (day of month unpadded).
 pub fn format(seconds: i64, offset_minutes: i32) -> String {
@@ -30,12 +29,7 @@ pub fn format(seconds: i64, offset_minutes: i32) -> String {
 pub fn compact_utc(seconds: i64) -> String {
     let (y, m, d) = civil_from_days(seconds.div_euclid(86_400));
     let s = seconds.rem_euclid(86_400);
-    format!(
-        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
-        s / 3600,
-        s / 60 % 60,
-        s % 60
-    )
+    format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}", s / 3600, s / 60 % 60, s % 60)
 }
 
 /// Parses `[Day, ]D Mon YYYY HH:MM[:SS] +ZZZZ`; `None` for anything else.
@@ -88,15 +82,7 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     let mp = (5 * doy + 2) / 153;
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (
-        if m <= 2 {
-            yoe + era * 400 + 1
-        } else {
-            yoe + era * 400
-        },
-        m,
-        d,
-    )
+    (if m <= 2 { yoe + era * 400 + 1 } else { yoe + era * 400 }, m, d)
 }
 
 #[cfg(test)]
@@ -107,10 +93,7 @@ mod tests {
     fn known_dates_round_trip() {
         // 2025-12-22T09:00:00Z, written at +0100.
         assert_eq!(format(1_766_394_000, 60), "Mon, 22 Dec 2025 10:00:00 +0100");
-        assert_eq!(
-            parse("Mon, 22 Dec 2025 10:00:00 +0100"),
-            Some((1_766_394_000, 60))
-        );
+        assert_eq!(parse("Mon, 22 Dec 2025 10:00:00 +0100"), Some((1_766_394_000, 60)));
         assert_eq!(format(0, -330), "Wed, 31 Dec 1969 18:30:00 -0530");
         assert_eq!(parse("Wed, 31 Dec 1969 18:30:00 -0530"), Some((0, -330)));
         assert_eq!(format(951_782_400, 0), "Tue, 29 Feb 2000 00:00:00 +0000");

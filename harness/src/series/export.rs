@@ -29,14 +29,8 @@ pub fn export(root: &Path, dir: &Path) -> Result<usize> {
     let title = &catalog.get(first)?.record.title;
     let msg =
         format!("Record #{first}: {title}\n\nThe base of the series: record #{first}'s trainer.\n");
-    let mut head = repo.commit(
-        None,
-        &base_sig,
-        &base_sig,
-        &msg,
-        &repo.find_tree(trees[&first])?,
-        &[],
-    )?;
+    let mut head =
+        repo.commit(None, &base_sig, &base_sig, &msg, &repo.find_tree(trees[&first])?, &[])?;
     let mut tree = trees[&first];
     let mut count = 1;
     for r in &series.records()[1..] {
@@ -79,10 +73,7 @@ pub fn import(root: &Path, dir: &Path) -> Result<Imported> {
     let series = Series::load(root)?;
     let repo = Repository::open(dir)
         .with_context(|| format!("opening the exported repo {}", dir.display()))?;
-    let tip = repo
-        .head()?
-        .peel_to_commit()
-        .context("the export has no commits")?;
+    let tip = repo.head()?.peel_to_commit().context("the export has no commits")?;
     let mut history = vec![tip.clone()];
     while let Some(c) = history.last().filter(|c| c.parent_count() > 0) {
         if c.parent_count() > 1 {
@@ -126,16 +117,10 @@ pub fn import(root: &Path, dir: &Path) -> Result<Imported> {
         );
     }
     for (record, commits) in &groups {
-        write_atomic(
-            &patch_path(root, *record),
-            mailbox::write(commits).as_bytes(),
-        )?;
+        write_atomic(&patch_path(root, *record), mailbox::write(commits).as_bytes())?;
     }
     let tip_changes = write_tip(root, &repo, tip.tree_id())?;
-    Ok(Imported {
-        patches: groups.iter().map(|(r, c)| (*r, c.len())).collect(),
-        tip_changes,
-    })
+    Ok(Imported { patches: groups.iter().map(|(r, c)| (*r, c.len())).collect(), tip_changes })
 }
 
 /// Splits off the trailer: (message without it, record it names).
@@ -143,15 +128,13 @@ fn split_trailer(message: &str) -> (String, Option<u32>) {
     let mut record = None;
     let kept: Vec<&str> = message
         .lines()
-        .filter(
-            |l| match l.strip_prefix(TRAILER).and_then(|r| r.strip_prefix(':')) {
-                Some(n) => {
-                    record = n.trim().parse().ok().or(record);
-                    false
-                }
-                None => true,
-            },
-        )
+        .filter(|l| match l.strip_prefix(TRAILER).and_then(|r| r.strip_prefix(':')) {
+            Some(n) => {
+                record = n.trim().parse().ok().or(record);
+                false
+            }
+            None => true,
+        })
         .collect();
     (kept.join("\n"), record)
 }
@@ -191,10 +174,7 @@ fn write_tip(root: &Path, repo: &Repository, tip: Oid) -> Result<usize> {
 pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     std::fs::write(&tmp, data).with_context(|| format!("writing {}", tmp.display()))?;
     if let Ok(meta) = std::fs::metadata(path) {

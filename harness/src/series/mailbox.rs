@@ -42,11 +42,7 @@ impl Commit {
         let (subject, body) = Commit::split_message(message);
         let author = c.author();
         Commit {
-            author: format!(
-                "{} <{}>",
-                author.name().unwrap_or(""),
-                author.email().unwrap_or("")
-            ),
+            author: format!("{} <{}>", author.name().unwrap_or(""), author.email().unwrap_or("")),
             date: date::format(author.when().seconds(), author.when().offset_minutes()),
             subject,
             body,
@@ -109,10 +105,7 @@ pub fn parse(text: &str) -> Result<Vec<Commit>, MailboxError> {
         let start = i;
         i += 1;
         let mut headers: Vec<(String, String)> = Vec::new();
-        while let Some(l) = lines
-            .get(i)
-            .filter(|l| !l.trim_end_matches(['\r', '\n']).is_empty())
-        {
+        while let Some(l) = lines.get(i).filter(|l| !l.trim_end_matches(['\r', '\n']).is_empty()) {
             if l.starts_with([' ', '\t']) {
                 let Some(last) = headers.last_mut() else {
                     return Err(err(i, "a continuation line before any header".into()));
@@ -126,19 +119,12 @@ pub fn parse(text: &str) -> Result<Vec<Commit>, MailboxError> {
             }
             i += 1;
         }
-        let header = |name: &str| {
-            headers
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| decode_words(v))
-        };
+        let header =
+            |name: &str| headers.iter().find(|(n, _)| n == name).map(|(_, v)| decode_words(v));
         let (Some(author), Some(date), Some(subject)) =
             (header("from"), header("date"), header("subject"))
         else {
-            return Err(err(
-                start,
-                "a patch email needs From:, Date: and Subject: headers".into(),
-            ));
+            return Err(err(start, "a patch email needs From:, Date: and Subject: headers".into()));
         };
         let subject = strip_patch_prefix(&subject);
         i += 1;
@@ -151,10 +137,7 @@ pub fn parse(text: &str) -> Result<Vec<Commit>, MailboxError> {
             i += 1;
         }
         // Skip the diffstat between `---` and the diff.
-        while lines
-            .get(i)
-            .is_some_and(|l| !l.starts_with("diff --git ") && !is_separator(l))
-        {
+        while lines.get(i).is_some_and(|l| !l.starts_with("diff --git ") && !is_separator(l)) {
             i += 1;
         }
         if !lines.get(i).is_some_and(|l| l.starts_with("diff --git ")) {
@@ -170,13 +153,7 @@ pub fn parse(text: &str) -> Result<Vec<Commit>, MailboxError> {
         while lines.get(i).is_some_and(|l| !is_separator(l)) {
             i += 1;
         }
-        commits.push(Commit {
-            author,
-            date,
-            subject,
-            body: body.trim().to_string(),
-            diff,
-        });
+        commits.push(Commit { author, date, subject, body: body.trim().to_string(), diff });
     }
     Ok(commits)
 }
@@ -217,9 +194,7 @@ fn decode_words(value: &str) -> String {
             match b[k] {
                 b'_' => out.push(b' '),
                 b'=' => {
-                    let hex = text
-                        .get(k + 1..k + 3)
-                        .and_then(|h| u8::from_str_radix(h, 16).ok());
+                    let hex = text.get(k + 1..k + 3).and_then(|h| u8::from_str_radix(h, 16).ok());
                     match hex {
                         Some(v) => {
                             out.push(v);
@@ -286,15 +261,10 @@ fn diffstat(diff: &str) -> String {
             &format!(" {:<width$} | {:>num_width$} {bar}\n", f.path(), a + r).replace(" \n", "\n"),
         );
     }
-    let (adds, dels) = counts
-        .iter()
-        .fold((0, 0), |acc, c| (acc.0 + c.0, acc.1 + c.1));
+    let (adds, dels) = counts.iter().fold((0, 0), |acc, c| (acc.0 + c.0, acc.1 + c.1));
     let plural =
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-    s.push_str(&format!(
-        " {}",
-        plural(files.len(), "file changed", "files changed")
-    ));
+    s.push_str(&format!(" {}", plural(files.len(), "file changed", "files changed")));
     if adds > 0 {
         s.push_str(&format!(", {}(+)", plural(adds, "insertion", "insertions")));
     }
@@ -310,17 +280,9 @@ pub fn write(commits: &[Commit]) -> String {
     let n = commits.len();
     let mut s = String::new();
     for (k, c) in commits.iter().enumerate() {
-        let tag = if n == 1 {
-            "[PATCH]".to_string()
-        } else {
-            format!("[PATCH {}/{n}]", k + 1)
-        };
+        let tag = if n == 1 { "[PATCH]".to_string() } else { format!("[PATCH {}/{n}]", k + 1) };
         s.push_str("From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n");
-        s.push_str(&format!(
-            "From: {}\nDate: {}\n",
-            encode_word(&c.author),
-            c.date
-        ));
+        s.push_str(&format!("From: {}\nDate: {}\n", encode_word(&c.author), c.date));
         s.push_str(&format!("Subject: {tag} {}\n", encode_word(&c.subject)));
         if !(c.body.is_ascii() && c.diff.is_ascii()) {
             s.push_str("MIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\nContent-Transfer-Encoding: 8bit\n");
@@ -345,15 +307,9 @@ mod tests {
 
     #[test]
     fn decodes_and_encodes_header_words() {
-        assert_eq!(
-            decode_words("=?UTF-8?q?J=C3=BCrgen_M?= <j@x.org>"),
-            "Jürgen M <j@x.org>"
-        );
+        assert_eq!(decode_words("=?UTF-8?q?J=C3=BCrgen_M?= <j@x.org>"), "Jürgen M <j@x.org>");
         assert_eq!(decode_words("=?UTF-8?q?a?= =?UTF-8?q?b?="), "ab");
-        assert_eq!(
-            decode_words(&encode_word("Jürgen <j@x.org>")),
-            "Jürgen <j@x.org>"
-        );
+        assert_eq!(decode_words(&encode_word("Jürgen <j@x.org>")), "Jürgen <j@x.org>");
         assert_eq!(strip_patch_prefix("[PATCH v2 2/3] Tune lr"), "Tune lr");
         assert_eq!(strip_patch_prefix("[RFC] x"), "[RFC] x");
     }
@@ -361,9 +317,6 @@ mod tests {
     #[test]
     fn diffstat_reads_like_git() {
         let diff = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1,2 @@\n-a\n+b\n+c\n";
-        assert_eq!(
-            diffstat(diff),
-            " x | 3 ++-\n 1 file changed, 2 insertions(+), 1 deletion(-)\n"
-        );
+        assert_eq!(diffstat(diff), " x | 3 ++-\n 1 file changed, 2 insertions(+), 1 deletion(-)\n");
     }
 }

@@ -35,10 +35,7 @@ pub enum SeriesError {
     #[error("unknown record {record}; known records: {known}")]
     UnknownRecord { record: u32, known: String },
     #[error("reading {}: {source}", .path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
     #[error(transparent)]
     Apply(Box<ApplyError>),
     #[error(transparent)]
@@ -74,10 +71,7 @@ pub fn patch_path(root: &Path, record: u32) -> PathBuf {
 
 /// Where record N's tree is materialized.
 pub fn tree_dir(root: &Path, record: u32) -> PathBuf {
-    root.join("target")
-        .join("records")
-        .join("trees")
-        .join(format!("{record:02}"))
+    root.join("target").join("records").join("trees").join(format!("{record:02}"))
 }
 
 /// The cargo target dir every materialized tree builds into (see `build`): beside the
@@ -99,35 +93,24 @@ impl Series {
         if chain.is_empty() {
             return Err(SeriesError::NoRecords(root.join("records")));
         }
-        let mut records = vec![Record {
-            number: chain[0],
-            commits: Vec::new(),
-        }];
+        let mut records = vec![Record { number: chain[0], commits: Vec::new() }];
         for &number in &chain[1..] {
             let path = patch_path(root, number);
             let text = match std::fs::read_to_string(&path) {
                 Ok(t) => t,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    return Err(SeriesError::MissingPatch {
-                        record: number,
-                        path,
-                    })
+                    return Err(SeriesError::MissingPatch { record: number, path })
                 }
                 Err(source) => return Err(SeriesError::Io { path, source }),
             };
-            let commits = mailbox::parse(&text).map_err(|source| SeriesError::Mailbox {
-                path: path.clone(),
-                source,
-            })?;
+            let commits = mailbox::parse(&text)
+                .map_err(|source| SeriesError::Mailbox { path: path.clone(), source })?;
             if commits.is_empty() {
                 return Err(SeriesError::EmptyPatch(path));
             }
             records.push(Record { number, commits });
         }
-        Ok(Series {
-            root: root.to_path_buf(),
-            records,
-        })
+        Ok(Series { root: root.to_path_buf(), records })
     }
 
     pub fn records(&self) -> &[Record] {
@@ -144,18 +127,10 @@ impl Series {
 
     /// Index of record `n` in the chain, or an error listing the known ones.
     pub fn position(&self, n: u32) -> Result<usize, SeriesError> {
-        self.records
-            .iter()
-            .position(|r| r.number == n)
-            .ok_or_else(|| SeriesError::UnknownRecord {
-                record: n,
-                known: self
-                    .numbers()
-                    .iter()
-                    .map(u32::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })
+        self.records.iter().position(|r| r.number == n).ok_or_else(|| SeriesError::UnknownRecord {
+            record: n,
+            known: self.numbers().iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+        })
     }
 
     pub fn record(&self, n: u32) -> Result<&Record, SeriesError> {

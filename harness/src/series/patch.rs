@@ -54,12 +54,7 @@ impl std::fmt::Display for Range {
 impl Hunk {
     /// `@@ -a,b +c,d @@ section` without the newline.
     pub fn header(&self) -> String {
-        format!(
-            "@@ -{} +{} @@{}",
-            self.old,
-            self.new,
-            self.section.trim_end_matches('\n')
-        )
+        format!("@@ -{} +{} @@{}", self.old, self.new, self.section.trim_end_matches('\n'))
     }
 
     /// The first line each side's walk starts at (a zero-length range names the line before).
@@ -87,10 +82,7 @@ impl Hunk {
 impl FilePatch {
     /// The file's path in the newer tree, or in the older one where it is deleted.
     pub fn path(&self) -> &str {
-        self.new_path
-            .as_deref()
-            .or(self.old_path.as_deref())
-            .unwrap_or("")
+        self.new_path.as_deref().or(self.old_path.as_deref()).unwrap_or("")
     }
 
     /// Lines added and removed.
@@ -138,11 +130,9 @@ impl FilePatch {
     pub fn reversed(&self) -> FilePatch {
         let mut header: Vec<String> = self.header.iter().map(|l| reverse_header_line(l)).collect();
         // Paired lines keep git's order (`---` before `+++`), so swap them back into place.
-        for (first, second) in [
-            ("--- ", "+++ "),
-            ("old mode ", "new mode "),
-            ("rename from ", "rename to "),
-        ] {
+        for (first, second) in
+            [("--- ", "+++ "), ("old mode ", "new mode "), ("rename from ", "rename to ")]
+        {
             let a = header.iter().position(|l| l.starts_with(second));
             let b = header.iter().position(|l| l.starts_with(first));
             if let (Some(a), Some(b)) = (a, b) {
@@ -195,10 +185,7 @@ fn reverse_header_line(line: &str) -> String {
     if let Some(rest) = line.strip_prefix("index ") {
         if let Some((ids, mode)) = rest.split_once("..").map(|(a, r)| {
             let (b, mode) = r.split_once(' ').unwrap_or((r.trim_end_matches('\n'), ""));
-            (
-                format!("{}..{a}", b.trim_end_matches('\n')),
-                mode.to_string(),
-            )
+            (format!("{}..{a}", b.trim_end_matches('\n')), mode.to_string())
         }) {
             return if mode.is_empty() {
                 format!("index {ids}\n")
@@ -285,10 +272,7 @@ pub fn parse(text: &str) -> Result<Vec<FilePatch>, PatchError> {
     if used < lines.len() {
         return Err(PatchError::Malformed {
             line: used + 1,
-            what: format!(
-                "unexpected text after the last hunk: {:?}",
-                lines[used].trim_end()
-            ),
+            what: format!("unexpected text after the last hunk: {:?}", lines[used].trim_end()),
         });
     }
     Ok(files)
@@ -380,12 +364,7 @@ pub fn parse_files(lines: &[&str]) -> Result<(Vec<FilePatch>, usize), PatchError
                 i += 1;
             }
             let body = lines[start + 1..i].iter().map(|l| l.to_string()).collect();
-            f.hunks.push(Hunk {
-                old,
-                new,
-                section,
-                lines: body,
-            });
+            f.hunks.push(Hunk { old, new, section, lines: body });
         }
         files.push(f);
     }
@@ -401,16 +380,10 @@ fn parse_hunk_header(h: &str) -> Option<(Range, Range, String)> {
 
 fn parse_range(s: &str) -> Option<Range> {
     Some(match s.split_once(',') {
-        Some((start, len)) => Range {
-            start: start.parse().ok()?,
-            len: len.parse().ok()?,
-            explicit_len: true,
-        },
-        None => Range {
-            start: s.parse().ok()?,
-            len: 1,
-            explicit_len: false,
-        },
+        Some((start, len)) => {
+            Range { start: start.parse().ok()?, len: len.parse().ok()?, explicit_len: true }
+        }
+        None => Range { start: s.parse().ok()?, len: 1, explicit_len: false },
     })
 }
 
@@ -447,14 +420,7 @@ index 0000000..3333333
         let files = parse(DIFF).unwrap();
         assert_eq!(files.len(), 2);
         assert_eq!(files[0].hunks.len(), 2);
-        assert_eq!(
-            files[0].hunks[1].old,
-            Range {
-                start: 10,
-                len: 1,
-                explicit_len: false
-            }
-        );
+        assert_eq!(files[0].hunks[1].old, Range { start: 10, len: 1, explicit_len: false });
         assert_eq!(files[1].old_path, None);
         assert_eq!(files[1].path(), "src/new.rs");
         assert_eq!(files[0].counts(), (3, 2));
@@ -470,11 +436,7 @@ index 0000000..3333333
         assert!(text.contains("deleted file mode 100644\nindex 3333333..0000000\n--- a/src/new.rs\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-fn f() {}\n--- \n"));
         assert!(text.contains("@@ -1,4 +1,3 @@ fn main() {\n one\n+two\n-deux\n-zwei\n three\n@@ -11 +10 @@\n+ten\n-dix\n"));
         assert!(text.contains("index 2222222..1111111 100644\n--- a/src/a.rs\n+++ b/src/a.rs\n"));
-        let back: String = parse(&text)
-            .unwrap()
-            .iter()
-            .map(|f| f.reversed().render())
-            .collect();
+        let back: String = parse(&text).unwrap().iter().map(|f| f.reversed().render()).collect();
         assert_eq!(back, DIFF);
     }
 
@@ -495,10 +457,7 @@ index 0000000..3333333
     #[test]
     fn errors_name_the_line() {
         let short = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n";
-        assert!(matches!(
-            parse(short),
-            Err(PatchError::Malformed { line: 4, .. })
-        ));
+        assert!(matches!(parse(short), Err(PatchError::Malformed { line: 4, .. })));
         let bin = "diff --git a/x b/x\nBinary files a/x and b/x differ\n";
         assert!(matches!(parse(bin), Err(PatchError::Unsupported { .. })));
     }

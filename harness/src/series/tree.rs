@@ -10,9 +10,8 @@ use thiserror::Error;
 
 /// Top-level folders that are the lab around the trainer, not the trainer. `.cargo` is left out
 /// so a materialized tree picks up the checkout's cargo config (LIBTORCH relative to the root).
-const NOT_TRAINER: [&str; 9] = [
-    "records", "patches", "docs", "results", "data", "target", ".venv", ".git", ".cargo",
-];
+const NOT_TRAINER: [&str; 9] =
+    ["records", "patches", "docs", "results", "data", "target", ".venv", ".git", ".cargo"];
 
 /// Names the file in the tree that holds the tree's id, so an unchanged tree is not rewritten
 /// (rewriting would touch mtimes and make cargo rebuild).
@@ -23,19 +22,13 @@ pub enum TreeError {
     #[error("{root} is not a git checkout ({source}); the trainer tree is what git tracks there")]
     NotARepo { root: PathBuf, source: git2::Error },
     #[error("reading {path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
     #[error("git: {0}")]
     Git(#[from] git2::Error),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TreeError + '_ {
-    move |source| TreeError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
+    move |source| TreeError::Io { path: path.to_path_buf(), source }
 }
 
 /// Whether a repo-relative path belongs to the trainer tree.
@@ -47,10 +40,8 @@ pub fn is_trainer_path(path: &str) -> bool {
 /// The trainer files of the working directory: tracked or untracked-but-not-ignored, present on
 /// disk, outside the lab folders. Uncommitted edits count.
 pub fn worktree_files(root: &Path) -> Result<Vec<String>, TreeError> {
-    let repo = Repository::open(root).map_err(|source| TreeError::NotARepo {
-        root: root.to_path_buf(),
-        source,
-    })?;
+    let repo = Repository::open(root)
+        .map_err(|source| TreeError::NotARepo { root: root.to_path_buf(), source })?;
     let mut opts = StatusOptions::new();
     opts.include_untracked(true)
         .recurse_untracked_dirs(true)
@@ -59,10 +50,7 @@ pub fn worktree_files(root: &Path) -> Result<Vec<String>, TreeError> {
         .exclude_submodules(true);
     let mut files = Vec::new();
     for entry in repo.statuses(Some(&mut opts))?.iter() {
-        if entry
-            .status()
-            .intersects(Status::WT_DELETED | Status::IGNORED)
-        {
+        if entry.status().intersects(Status::WT_DELETED | Status::IGNORED) {
             continue;
         }
         let Some(path) = entry.path().ok().map(str::to_string) else {
@@ -89,11 +77,7 @@ pub fn worktree_tree(repo: &Repository, root: &Path) -> Result<Oid, TreeError> {
         } else {
             (
                 std::fs::read(&full).map_err(io(&full))?,
-                if is_executable(&meta) {
-                    0o100755
-                } else {
-                    0o100644
-                },
+                if is_executable(&meta) { 0o100755 } else { 0o100644 },
             )
         };
         let id = repo.blob(&data)?;
@@ -187,10 +171,7 @@ pub fn write_dir(repo: &Repository, tree: Oid, dest: &Path) -> Result<(), TreeEr
     }
     let parent = dest.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(io(parent))?;
-    let name = dest
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
     let old = parent.join(format!(".{name}.old-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);

@@ -106,14 +106,8 @@ pub const NOTE_TEXT: &str =
     "The value embedding joins the residual right after the token embedding.";
 
 fn manifest(n: u32, parent: Option<u32>, lr: f64, time_s: f64, extra: &str) -> String {
-    let parent = parent
-        .map(|p| format!("parent = {p}\n"))
-        .unwrap_or_default();
-    let pr = if n == 1 {
-        String::new()
-    } else {
-        format!("pr = {}\n", 100 + n)
-    };
+    let parent = parent.map(|p| format!("parent = {p}\n")).unwrap_or_default();
+    let pr = if n == 1 { String::new() } else { format!("pr = {}\n", 100 + n) };
     format!(
         r#"[record]
 number = {n}
@@ -151,12 +145,7 @@ steps = 100
 }
 
 fn sig(t: i64) -> Signature<'static> {
-    Signature::new(
-        "Ada Lovelace",
-        "ada@example.org",
-        &Time::new(1_750_000_000 + t, 120),
-    )
-    .unwrap()
+    Signature::new("Ada Lovelace", "ada@example.org", &Time::new(1_750_000_000 + t, 120)).unwrap()
 }
 
 impl Fixture {
@@ -171,10 +160,7 @@ impl Fixture {
             after_29: Oid::ZERO_SHA1,
         };
         f.write(".gitignore", "/target\n/results\n");
-        f.write(
-            "Cargo.toml",
-            "[workspace]\nmembers = [\".\"]\n\n[package]\nname = \"trainer\"\n",
-        );
+        f.write("Cargo.toml", "[workspace]\nmembers = [\".\"]\n\n[package]\nname = \"trainer\"\n");
         f.write("src/model.rs", MODEL_1);
         f.write("src/lib.rs", LIB_1);
         f.write("src/old.rs", OLD);
@@ -235,10 +221,7 @@ impl Fixture {
 
     /// The trainer files now in the working directory (everything but records/, docs/, ...).
     pub fn trainer_files(&self) -> Files {
-        read_files(
-            self.root(),
-            &["records", "patches", "docs", "target", "results", ".git"],
-        )
+        read_files(self.root(), &["records", "patches", "docs", "target", "results", ".git"])
     }
 
     /// Runs the real `records` binary with RECORDS_ROOT at the fixture.
@@ -261,8 +244,7 @@ pub fn commit_all(repo: &Repository, message: &str, t: i64) -> Oid {
     let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
     let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
     let parents: Vec<&git2::Commit> = parent.iter().collect();
-    repo.commit(Some("HEAD"), &sig(t), &sig(t), message, &tree, &parents)
-        .unwrap()
+    repo.commit(Some("HEAD"), &sig(t), &sig(t), message, &tree, &parents).unwrap()
 }
 
 /// Text files under `dir`, relative paths, skipping the given top-level folders.
@@ -272,11 +254,7 @@ pub fn read_files(dir: &Path, skip: &[&str]) -> Files {
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).unwrap() {
             let p = e.unwrap().path();
-            let rel = p
-                .strip_prefix(dir)
-                .unwrap()
-                .to_string_lossy()
-                .replace('\\', "/");
+            let rel = p.strip_prefix(dir).unwrap().to_string_lossy().replace('\\', "/");
             if skip.contains(&rel.split('/').next().unwrap()) {
                 continue;
             }
