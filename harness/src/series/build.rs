@@ -34,7 +34,7 @@ impl TreeBuild {
             .with_context(|| format!("{} is not a materialized tree", tree.display()))?;
         let last = target.join(".records-tree");
         if std::fs::read_to_string(&last).ok().as_deref() != Some(id.as_str()) {
-            let mut clean = vec!["clean", "--release"];
+            let mut clean = vec!["clean", "--release", "--quiet"];
             for p in TREE_PACKAGES {
                 clean.extend(["-p", p]);
             }
