@@ -338,8 +338,7 @@ fn sub(title: &str, md: bool, paint: Paint) -> String {
     }
 }
 
-/// `results/<NN>/<run>/summary.json` of this machine's replays: run id and its top-level
-/// figures, in the file's order.
+/// One line per replay under `results/<NN>/` (its `verdict.json`), oldest first.
 fn replay_summaries(root: &Path, n: u32) -> Vec<(String, String)> {
     let dir = crate::paths::results_dir(root).join(format!("{n:02}"));
     let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -348,17 +347,24 @@ fn replay_summaries(root: &Path, n: u32) -> Vec<(String, String)> {
     let mut runs: Vec<(String, String)> = entries
         .filter_map(|e| {
             let e = e.ok()?;
-            let text = std::fs::read_to_string(e.path().join("summary.json")).ok()?;
-            let fields = match serde_json::from_str::<serde_json::Value>(&text) {
-                Ok(serde_json::Value::Object(map)) => map
-                    .iter()
-                    .filter(|(_, v)| !(v.is_object() || v.is_array() || v.is_null()))
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                _ => "summary.json is not a JSON object".to_string(),
+            let text = std::fs::read_to_string(e.path().join("verdict.json")).ok()?;
+            let line = match serde_json::from_str::<crate::verdict::Verdict>(&text) {
+                Ok(v) => {
+                    let scale = if v.lab_scale { "lab" } else { "full" };
+                    let time = v.time_s.map_or("n/a".to_string(), |t| format!("{:.1} s", t.mean));
+                    let losses: Vec<String> = v.losses.iter().map(|l| format!("{l:.4}")).collect();
+                    format!(
+                        "{scale} scale, {} run(s), {} target {} in {} steps; val loss [{}], mean train time {time}",
+                        v.runs.len(),
+                        if v.reached { "reached" } else { "did not reach" },
+                        v.target_loss,
+                        v.steps,
+                        losses.join(", ")
+                    )
+                }
+                Err(e) => format!("unreadable verdict.json: {e}"),
             };
-            Some((e.file_name().to_string_lossy().into_owned(), fields))
+            Some((e.file_name().to_string_lossy().into_owned(), line))
         })
         .collect();
     runs.sort();

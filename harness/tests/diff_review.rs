@@ -134,12 +134,15 @@ fn review_text_reads_like_a_pull_request() {
     assert!(text.contains("no replay results yet; run `records replay 29`"), "{text}");
 
     // This machine's replays appear once they exist.
-    f.write(
-        "results/29/2026-01-01-run1/summary.json",
-        r#"{"final_val_loss": 3.2791, "train_time_s": 12.5, "curve": [1, 2]}"#,
-    );
+    let log =
+        records::runlog::parse("step:100/100 val_loss:3.2791 train_time:12500ms step_avg:125.00ms");
+    let verdict = records::verdict::Verdict::new(&[log], 3.28, 150.0, 100).unwrap().at_lab_scale();
+    f.write("results/29/2026-01-01-run1/verdict.json", &serde_json::to_string(&verdict).unwrap());
     let text = run_ok(&f, &["review", "29"]);
-    assert!(text.contains("2026-01-01-run1: final_val_loss=3.2791, train_time_s=12.5"), "{text}");
+    assert!(
+        text.contains("2026-01-01-run1: lab scale, 1 run(s), reached target 3.28 in 100 steps; val loss [3.2791], mean train time 12.5 s"),
+        "{text}"
+    );
     assert!(!text.contains("no replay results yet"));
 }
 
