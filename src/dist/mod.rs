@@ -125,6 +125,35 @@ pub(crate) fn check_sizes(
     Ok(kb)
 }
 
+/// `tensors` as one flat buffer, so a list costs one collective instead of one per tensor;
+/// `None` for an empty list. They must share one dtype, and `op` must suit it.
+pub(crate) fn flatten(tensors: &[Tensor], op: Op) -> Result<Option<Tensor>, DistError> {
+    let Some(first) = tensors.first() else { return Ok(None) };
+    let kind = first.f_kind()?;
+    let mut flat = Vec::with_capacity(tensors.len());
+    for (i, t) in tensors.iter().enumerate() {
+        if t.f_kind()? != kind {
+            return Err(DistError::Usage(format!(
+                "all_reduce: tensor {i} is {:?} but tensor 0 is {kind:?}; pass one dtype per call",
+                t.f_kind()?
+            )));
+        }
+        flat.push(t.f_reshape([-1])?);
+    }
+    check_op(kind, op)?;
+    Ok(Some(Tensor::f_cat(&flat, 0)?))
+}
+
+/// A broadcast's root must be a rank of the world.
+pub(crate) fn check_root(root: usize, world: usize) -> Result<(), DistError> {
+    if root >= world {
+        return Err(DistError::Usage(format!(
+            "broadcast from rank {root}, but the world has {world} rank(s)"
+        )));
+    }
+    Ok(())
+}
+
 pub(crate) fn check_op(kind: Kind, op: Op) -> Result<(), DistError> {
     let float = matches!(kind, Kind::Half | Kind::Float | Kind::Double | Kind::BFloat16);
     if op == Op::Avg && !float {

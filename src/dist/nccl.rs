@@ -4,7 +4,7 @@
 //! block), so later kernels see the result; the flat staging buffers stay alive until then.
 //! A dead peer is handled by the launcher, which stops the job; NCCL's own watchdog is the
 //! backstop.
-use super::{check_op, check_sizes, Collectives, DistError, Op, RankEnv};
+use super::{check_op, check_root, check_sizes, flatten, Collectives, DistError, Op, RankEnv};
 use crate::shim::{ProcessGroupNccl, ReduceOp, TcpStore};
 use tch::{Kind, Tensor};
 
@@ -66,22 +66,7 @@ impl Collectives for Nccl {
     }
 
     fn all_reduce(&mut self, tensors: &mut [Tensor], op: Op) -> Result<(), DistError> {
-        let Some(first) = tensors.first() else {
-            return Ok(());
-        };
-        let kind = first.f_kind()?;
-        let mut flat = Vec::with_capacity(tensors.len());
-        for (i, t) in tensors.iter().enumerate() {
-            if t.f_kind()? != kind {
-                return Err(DistError::Usage(format!(
-                    "all_reduce: tensor {i} is {:?} but tensor 0 is {kind:?}; pass one dtype per call",
-                    t.f_kind()?
-                )));
-            }
-            flat.push(t.f_reshape([-1])?);
-        }
-        check_op(kind, op)?;
-        let buf = Tensor::f_cat(&flat, 0)?;
+        let Some(buf) = flatten(tensors, op)? else { return Ok(()) };
         self.pg.all_reduce(&buf, reduce_op(op)).and_then(|w| w.wait()).map_err(nccl_err)?;
         let mut offset = 0;
         for t in tensors.iter_mut() {
@@ -93,12 +78,7 @@ impl Collectives for Nccl {
     }
 
     fn broadcast(&mut self, tensor: &mut Tensor, root: usize) -> Result<(), DistError> {
-        if root >= self.world {
-            return Err(DistError::Usage(format!(
-                "broadcast from rank {root}, but the world has {} ranks",
-                self.world
-            )));
-        }
+        check_root(root, self.world)?;
         let buf = tensor.f_contiguous()?;
         self.pg.broadcast(&buf, root).and_then(|w| w.wait()).map_err(nccl_err)?;
         copy_back(tensor, &buf)

@@ -1,5 +1,5 @@
 //! World size 1: reductions are identities, gathers and scatters are copies.
-use super::{Collectives, DistError, Op};
+use super::{check_root, Collectives, DistError, Op};
 use tch::Tensor;
 
 /// The only rank.
@@ -23,7 +23,7 @@ impl Collectives for Single {
     }
 
     fn broadcast(&mut self, _tensor: &mut Tensor, root: usize) -> Result<(), DistError> {
-        check_root(root)
+        check_root(root, 1)
     }
 
     fn barrier(&mut self) -> Result<(), DistError> {
@@ -41,14 +41,6 @@ impl Collectives for Single {
 
     fn all_gather(&mut self, output: &mut Tensor, input: &Tensor) -> Result<(), DistError> {
         copy_flat(output, input, "all_gather")
-    }
-}
-
-fn check_root(root: usize) -> Result<(), DistError> {
-    if root == 0 {
-        Ok(())
-    } else {
-        Err(DistError::Usage(format!("broadcast from rank {root}, but the world has 1 rank")))
     }
 }
 

@@ -11,7 +11,7 @@
 //! others). A peer whose process dies closes its socket, which the others see at once; rank 0
 //! then relays the failure to every rank and all of them return an error naming the rank that
 //! failed. A peer that hangs is named the same way once rank 0's timeout passes.
-use super::{check_op, check_sizes, Collectives, DistError, Op, RankEnv};
+use super::{check_op, check_root, check_sizes, flatten, Collectives, DistError, Op, RankEnv};
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::ToSocketAddrs;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -244,25 +244,10 @@ impl Collectives for Tcp {
 
     fn all_reduce(&mut self, tensors: &mut [Tensor], op: Op) -> Result<(), DistError> {
         self.guarded(Call::AllReduce, |me| {
-            let kind = match tensors.first() {
-                Some(t) => t.f_kind()?,
-                None => Kind::Float,
-            };
-            let mut flat = Vec::with_capacity(tensors.len());
-            for (i, t) in tensors.iter().enumerate() {
-                if t.f_kind()? != kind {
-                    return Err(DistError::Usage(format!(
-                        "all_reduce: tensor {i} is {:?} but tensor 0 is {kind:?}; pass one dtype per call",
-                        t.f_kind()?
-                    )));
-                }
-                flat.push(t.f_reshape([-1])?);
-            }
-            check_op(kind, op)?;
-            let mine = if flat.is_empty() {
-                Vec::new()
-            } else {
-                bytes_of(&Tensor::f_cat(&flat, 0)?)?
+            // An empty list still takes part, so every rank stays on the same call.
+            let (mine, kind) = match flatten(tensors, op)? {
+                Some(buf) => (bytes_of(&buf)?, buf.f_kind()?),
+                None => (Vec::new(), Kind::Float),
             };
             let result = me.reduce_everywhere(mine, kind, op)?;
             let mut offset = 0;
@@ -278,12 +263,7 @@ impl Collectives for Tcp {
 
     fn broadcast(&mut self, tensor: &mut Tensor, root: usize) -> Result<(), DistError> {
         self.guarded(Call::Broadcast, |me| {
-            if root >= me.world {
-                return Err(DistError::Usage(format!(
-                    "broadcast from rank {root}, but the world has {} ranks",
-                    me.world
-                )));
-            }
+            check_root(root, me.world)?;
             let kind = tensor.f_kind()?;
             let len = tensor.numel() * kind.elt_size_in_bytes();
             if me.rank == 0 {
