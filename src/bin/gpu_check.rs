@@ -453,25 +453,11 @@ mod gpu {
             ours.step(&m.params, r.lr, 1.0);
             Ok(())
         })?;
-        let params: Vec<Tensor> = m.params.iter().map(|p| p.tensor.shallow_clone()).collect();
-        let grads: Vec<Tensor> = m.params.iter().map(|p| p.tensor.grad()).collect();
-        let exp_avgs: Vec<Tensor> = params.iter().map(Tensor::zeros_like).collect();
-        let exp_avg_sqs: Vec<Tensor> = params.iter().map(Tensor::zeros_like).collect();
-        let steps: Vec<Tensor> =
-            params.iter().map(|_| Tensor::zeros([], (Kind::Float, ctx.dev))).collect();
-        let cfg = AdamWConfig {
-            lr: r.lr,
-            beta1: r.beta1,
-            beta2: r.beta2,
-            weight_decay: r.weight_decay,
-            eps: r.eps,
-        };
-        let fused_ms = ctx.time_ms(|| {
-            shim::fused_adamw_(&params, &grads, &exp_avgs, &exp_avg_sqs, &steps, cfg)
-        })?;
-        let n: i64 = params.iter().map(|p| p.numel() as i64).sum();
+        let fused = Fused::new(&m, ctx);
+        let fused_ms = ctx.time_ms(|| fused.step(&m))?;
+        let n: i64 = fused.params.iter().map(|p| p.numel() as i64).sum();
         Ok(vec![row(
-            format!("AdamW over {:.1}M params ({} tensors)", n as f64 / 1e6, params.len()),
+            format!("AdamW over {:.1}M params ({} tensors)", n as f64 / 1e6, fused.params.len()),
             format!(
                 "ours {ours_ms:.2} ms, fused {fused_ms:.2} ms ({:.1}× faster)",
                 ours_ms / fused_ms
@@ -481,14 +467,8 @@ mod gpu {
         )])
     }
 
-    // ---- CUDA graph ---------------------------------------------------------------------------
-
-    /// One training step of the lab-size model with device-side state only (fused AdamW, no
-    /// host reads), so the whole step can be captured.
-    struct SmallStep {
-        m: Model,
-        x: Tensor,
-        y: Tensor,
+    /// The fused AdamW's state over a model's parameters, all on the device.
+    struct Fused {
         params: Vec<Tensor>,
         exp_avgs: Vec<Tensor>,
         exp_avg_sqs: Vec<Tensor>,
@@ -496,11 +476,9 @@ mod gpu {
         cfg: AdamWConfig,
     }
 
-    impl SmallStep {
-        fn new(ctx: &Ctx) -> Result<SmallStep> {
-            let m = build(ctx, Scale::Lab)?;
+    impl Fused {
+        fn new(m: &Model, ctx: &Ctx) -> Fused {
             let r = &m.recipe;
-            let (x, y) = batch(ctx, r, r.batch_rows as i64);
             let params: Vec<Tensor> = m.params.iter().map(|p| p.tensor.shallow_clone()).collect();
             let zeros = || -> Vec<Tensor> { params.iter().map(Tensor::zeros_like).collect() };
             let (exp_avgs, exp_avg_sqs) = (zeros(), zeros());
@@ -512,7 +490,40 @@ mod gpu {
                 weight_decay: r.weight_decay,
                 eps: r.eps,
             };
-            Ok(SmallStep { m, x, y, params, exp_avgs, exp_avg_sqs, steps, cfg })
+            Fused { params, exp_avgs, exp_avg_sqs, steps, cfg }
+        }
+
+        /// One update with `m`'s current gradients.
+        fn step(&self, m: &Model) -> Result<()> {
+            let grads: Vec<Tensor> = m.params.iter().map(|p| p.tensor.grad()).collect();
+            let s = self;
+            shim::fused_adamw_(&s.params, &grads, &s.exp_avgs, &s.exp_avg_sqs, &s.steps, s.cfg)
+        }
+
+        /// Every tensor an update changes.
+        fn tensors(&self) -> impl Iterator<Item = &Tensor> {
+            [&self.params, &self.exp_avgs, &self.exp_avg_sqs, &self.steps].into_iter().flatten()
+        }
+    }
+
+    // ---- CUDA graph ---------------------------------------------------------------------------
+
+    /// One training step of the lab-size model with device-side state only (fused AdamW, no
+    /// host reads), so the whole step can be captured.
+    struct SmallStep {
+        m: Model,
+        x: Tensor,
+        y: Tensor,
+        opt: Fused,
+    }
+
+    impl SmallStep {
+        fn new(ctx: &Ctx) -> Result<SmallStep> {
+            let m = build(ctx, Scale::Lab)?;
+            let r = &m.recipe;
+            let (x, y) = batch(ctx, r, r.batch_rows as i64);
+            let opt = Fused::new(&m, ctx);
+            Ok(SmallStep { m, x, y, opt })
         }
 
         /// Zero the gradients, forward, backward and (with `update`) the fused AdamW step;
@@ -522,33 +533,20 @@ mod gpu {
             let loss = self.m.model.loss(&self.x, &self.y);
             loss.f_backward()?;
             if update {
-                let grads: Vec<Tensor> = self.m.params.iter().map(|p| p.tensor.grad()).collect();
-                shim::fused_adamw_(
-                    &self.params,
-                    &grads,
-                    &self.exp_avgs,
-                    &self.exp_avg_sqs,
-                    &self.steps,
-                    self.cfg,
-                )?;
+                self.opt.step(&self.m)?;
             }
             Ok(loss)
         }
 
         /// Every tensor a step changes besides the gradients.
         fn state(&self) -> Vec<Tensor> {
-            [&self.params, &self.exp_avgs, &self.exp_avg_sqs, &self.steps]
-                .into_iter()
-                .flatten()
-                .map(|t| t.detach().copy())
-                .collect()
+            self.opt.tensors().map(|t| t.detach().copy()).collect()
         }
 
         /// Copies `state` back in place (graph replays use these addresses).
         fn restore(&self, state: &[Tensor]) {
-            let live = [&self.params, &self.exp_avgs, &self.exp_avg_sqs, &self.steps];
             tch::no_grad(|| {
-                for (t, s) in live.into_iter().flatten().zip(state) {
+                for (t, s) in self.opt.tensors().zip(state) {
                     t.shallow_clone().copy_(s);
                 }
             });
