@@ -41,11 +41,11 @@ impl AdamW {
 /// Global L2 norm of all gradients, and the factor that clips it to `max_norm` (llm.c: scale
 /// by max_norm/norm when norm > max_norm).
 pub fn clip_factor(params: &[Param], max_norm: f64) -> (f64, f64) {
+    // One host read for all tensors, not one per tensor (each read waits for the GPU).
     let sq: f64 = tch::no_grad(|| {
-        params
-            .iter()
-            .map(|p| p.tensor.grad().square().sum(tch::Kind::Double).double_value(&[]))
-            .sum()
+        let per_tensor: Vec<Tensor> =
+            params.iter().map(|p| p.tensor.grad().square().sum(tch::Kind::Double)).collect();
+        Tensor::stack(&per_tensor, 0).sum(tch::Kind::Double).double_value(&[])
     });
     let norm = sq.sqrt();
     let scale = if max_norm > 0.0 && norm > max_norm { max_norm / norm } else { 1.0 };
