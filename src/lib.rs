@@ -2,7 +2,7 @@
 //!
 //! - `recipe`: every hyperparameter, read from a record's manifest.
 //! - `model`: the GPT, one file per technique.
-//! - `optim`: AdamW and the schedules.
+//! - `optim`: AdamW (#1), Muon and DistAdam (upstream), the schedules.
 //! - `data`: batches from FineWeb-format shards.
 //! - `dist`: data-parallel ranks: the rank environment and collectives.
 //! - `shim`: what tch lacks (flash attention, fused AdamW, profiler, c10d), via a C++ shim.

@@ -8,6 +8,8 @@ pub struct Param {
     pub tensor: Tensor,
     /// Weight decay applies (llm.c: 2-D tensors only).
     pub decay: bool,
+    /// Multiplies the optimizer's base learning rate for this tensor (upstream's `lr_mul`).
+    pub lr_mul: f64,
 }
 
 /// Collects a model's parameters in creation order, under dotted names.
@@ -41,6 +43,7 @@ impl<'a> ParamSet<'a> {
             name: name.to_string(),
             tensor: tensor.shallow_clone(),
             decay: dims.len() == 2,
+            lr_mul: 1.0,
         });
         tensor
     }

@@ -65,7 +65,7 @@ mod tests {
             g = tensor.grad();
         }
         g.copy_(&Tensor::from_slice(grad));
-        Param { name: "p".into(), tensor, decay }
+        Param { name: "p".into(), tensor, decay, lr_mul: 1.0 }
     }
 
     /// Two steps computed by hand in float64.

@@ -1,3 +1,6 @@
 //! Optimizers and learning-rate schedules.
 pub mod adamw;
+pub mod dist_adam;
+pub mod muon;
+pub mod newton_schulz;
 pub mod schedule;

@@ -1,0 +1,117 @@
+//! DistAdam (record #24): Adam sharded ZeRO-1 style over the data-parallel ranks.
+//!
+//! Per param: reduce-scatter the local grads along dim 0 (Op::Avg), so rank r gets the averaged
+//! grad of rows [r·n/W, (r+1)·n/W) and keeps Adam state for those rows only; update that shard;
+//! all-gather the shards back into the param. With t this optimizer's step count from 1:
+//! ```text
+//! m ← β1·m + (1−β1)·g,  v ← β2·v + (1−β2)·g²          (state in the param's dtype)
+//! p ← p·(1 − lr·lr_mul·wd) − lr·lr_mul·(√(1−β2ᵗ)/(1−β1ᵗ))·m/(√v + eps)
+//! ```
+//! eps is added to √v, not to √v̂ as in torch's Adam (it matters at #29's eps = 1e-10). Weight
+//! decay applies to every param (upstream's rule; `Param::decay` is llm.c's).
+use crate::dist::{Collectives, Op};
+use crate::model::params::Param;
+use anyhow::{bail, ensure, Context, Result};
+use tch::Tensor;
+
+#[derive(Debug, Clone, Copy)]
+pub struct AdamConfig {
+    pub lr: f64,
+    pub beta1: f64,
+    pub beta2: f64,
+    pub eps: f64,
+    pub weight_decay: f64,
+}
+
+pub struct DistAdam {
+    params: Vec<Param>,
+    cfg: AdamConfig,
+    /// (m, v) of this rank's shard of each param ([n/W, ...]); empty before the first step.
+    state: Vec<(Tensor, Tensor)>,
+    t: i32,
+}
+
+impl DistAdam {
+    pub fn new(params: Vec<Param>, cfg: AdamConfig) -> Result<DistAdam> {
+        for p in &params {
+            ensure!(p.tensor.dim() >= 1, "dist_adam: {} is a scalar; it needs a dim 0", p.name);
+        }
+        Ok(DistAdam { params, cfg, state: Vec::new(), t: 0 })
+    }
+
+    pub fn params(&self) -> &[Param] {
+        &self.params
+    }
+
+    /// One step from each rank's local grads, `lr_factor` being the schedule's multiplier.
+    /// Every rank must call it.
+    pub fn step(&mut self, coll: &mut dyn Collectives, lr_factor: f64) -> Result<()> {
+        let (rank, world) = (coll.rank(), coll.world() as i64);
+        // Check everything before the first collective, so no rank is left waiting.
+        for p in &self.params {
+            let n = p.tensor.size()[0];
+            ensure!(
+                n % world == 0,
+                "dist_adam: {} has {n} rows in dim 0, not divisible by the {world} ranks",
+                p.name
+            );
+            ensure!(p.tensor.grad().defined(), "dist_adam: {} has no gradient", p.name);
+        }
+        if self.state.is_empty() {
+            self.state = self.params.iter().map(|p| shard_zeros(&p.tensor, world)).collect();
+        }
+        self.t += 1;
+        let (b1, b2, eps) = (self.cfg.beta1, self.cfg.beta2, self.cfg.eps);
+        let bias = (1.0 - b2.powi(self.t)).sqrt() / (1.0 - b1.powi(self.t));
+        tch::no_grad(|| {
+            for (p, (m, v)) in self.params.iter().zip(&mut self.state) {
+                let rows = p.tensor.size()[0] / world;
+                let mut g = m.zeros_like();
+                coll.reduce_scatter(&mut g, &p.tensor.grad(), Op::Avg)
+                    .with_context(|| format!("dist_adam: reduce_scatter of {}'s grad", p.name))?;
+                let _ = m.f_mul_scalar_(b1)?.f_add_(&(&g * (1.0 - b1)))?;
+                let _ = v.f_mul_scalar_(b2)?.f_add_(&(&g * &g * (1.0 - b2)))?;
+                let lr = self.cfg.lr * lr_factor * p.lr_mul;
+                // [n/W, ...] view into the param: the rows this rank updates.
+                let mut shard = p.tensor.narrow(0, rank as i64 * rows, rows);
+                let _ = shard.f_mul_scalar_(1.0 - lr * self.cfg.weight_decay)?;
+                let _ = shard.f_sub_(&(&*m / (v.sqrt() + eps) * (lr * bias)))?;
+                let mut full = p.tensor.shallow_clone();
+                coll.all_gather(&mut full, &shard)
+                    .with_context(|| format!("dist_adam: all_gather of {}", p.name))?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Deep copies of the state: the step count (a 0-dim int64), then m and v of every param
+    /// once a step has run. Upstream saves around its untimed warmup steps.
+    pub fn save(&self) -> Vec<Tensor> {
+        let mut out = vec![Tensor::from(self.t as i64)];
+        out.extend(self.state.iter().flat_map(|(m, v)| [m.copy(), v.copy()]));
+        out
+    }
+
+    /// Puts back what [`DistAdam::save`] returned.
+    pub fn restore(&mut self, saved: &[Tensor]) -> Result<()> {
+        let Some((t, mv)) = saved.split_first() else { bail!("dist_adam: restore got no tensors") };
+        if !mv.is_empty() && mv.len() != 2 * self.params.len() {
+            bail!(
+                "dist_adam: restore got {} state tensors for {} params",
+                mv.len(),
+                self.params.len()
+            );
+        }
+        self.t = i32::try_from(t.f_int64_value(&[])?).context("dist_adam: saved step count")?;
+        self.state = mv.chunks(2).map(|s| (s[0].copy(), s[1].copy())).collect();
+        Ok(())
+    }
+}
+
+/// Zero Adam state for one rank's rows of `p`: [n/W, ...] in `p`'s dtype and device.
+fn shard_zeros(p: &Tensor, world: i64) -> (Tensor, Tensor) {
+    let mut shape = p.size();
+    shape[0] /= world;
+    let z = || Tensor::zeros(shape.as_slice(), (p.kind(), p.device()));
+    (z(), z())
+}

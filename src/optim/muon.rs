@@ -1,0 +1,142 @@
+//! Muon: SGD with Nesterov momentum whose update is orthogonalized by Newton–Schulz
+//! (record #3), distributed as in record #29.
+//!
+//! Params of equal shape form a group; each group is walked in chunks of `world` params. Per
+//! chunk the ranks reduce-scatter the stacked local grads (Op::Avg), so rank r receives the
+//! averaged grad of the chunk's r-th param and alone keeps its momentum and runs Newton–Schulz
+//! on it (record #6: each rank orthogonalizes a subset). The chunk's updates are then
+//! all-gathered (record #15) and applied on every rank.
+//!
+//! ```text
+//! buf ← μ·buf + (1−μ)·g          (lerp form, #15; fp32)
+//! u   ← (1−μ)·g + μ·buf          (Nesterov)
+//! p   ← p·(1 − lr·wd) − lr·lr_mul·max(1, rows/cols)^½·NS5(u)      (lr includes the schedule)
+//! ```
+//! Weight decay applies to every param here (upstream's rule; `Param::decay` is llm.c's).
+use super::newton_schulz::orthogonalize;
+use crate::dist::{Collectives, Op};
+use crate::model::params::Param;
+use anyhow::{bail, ensure, Context, Result};
+use tch::{Kind, Tensor};
+
+#[derive(Debug, Clone, Copy)]
+pub struct MuonConfig {
+    pub lr: f64,
+    pub weight_decay: f64,
+    /// Newton–Schulz iterations (5 upstream).
+    pub ns_steps: usize,
+    /// The kind Newton–Schulz computes in: bf16 on CUDA, fp32 on CPU.
+    pub kind: Kind,
+}
+
+pub struct Muon {
+    params: Vec<Param>,
+    /// Indices into `params`, one list per distinct shape, in first-appearance order.
+    groups: Vec<Vec<usize>>,
+    cfg: MuonConfig,
+    /// Momentum buffer (fp32, param shape) of each param this rank owns; `None` elsewhere.
+    bufs: Vec<Option<Tensor>>,
+}
+
+impl Muon {
+    pub fn new(params: Vec<Param>, cfg: MuonConfig) -> Result<Muon> {
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for (i, p) in params.iter().enumerate() {
+            let shape = p.tensor.size();
+            ensure!(shape.len() >= 2, "muon: {} has shape {shape:?}; Muon needs ≥ 2-D", p.name);
+            match groups.iter_mut().find(|g| params[g[0]].tensor.size() == shape) {
+                Some(group) => group.push(i),
+                None => groups.push(vec![i]),
+            }
+        }
+        let bufs = params.iter().map(|_| None).collect();
+        Ok(Muon { params, groups, cfg, bufs })
+    }
+
+    pub fn params(&self) -> &[Param] {
+        &self.params
+    }
+
+    /// One step from each rank's local grads; `lr_factor` is the schedule's multiplier and
+    /// `momentum` this step's μ. Every rank must call it.
+    pub fn step(
+        &mut self,
+        coll: &mut dyn Collectives,
+        lr_factor: f64,
+        momentum: f64,
+    ) -> Result<()> {
+        let (rank, world) = (coll.rank(), coll.world());
+        for p in &self.params {
+            ensure!(p.tensor.grad().defined(), "muon: {} has no gradient", p.name);
+        }
+        let lr = self.cfg.lr * lr_factor;
+        let decay = 1.0 - lr * self.cfg.weight_decay;
+        tch::no_grad(|| {
+            for group in &self.groups {
+                let first = &self.params[group[0]].tensor;
+                let (shape, kind, device) = (first.size(), first.kind(), first.device());
+                let (rows, cols) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+                let shape_factor = (rows as f64 / cols as f64).max(1.0).sqrt();
+                let stacked_shape: Vec<i64> =
+                    std::iter::once(world as i64).chain(shape.iter().copied()).collect();
+                for chunk in group.chunks(world) {
+                    // [world, ...]: the chunk's grads, zeros where the last chunk runs short.
+                    let grads: Vec<Tensor> = (0..world)
+                        .map(|j| match chunk.get(j) {
+                            Some(&i) => self.params[i].tensor.grad(),
+                            None => Tensor::zeros(shape.as_slice(), (kind, device)),
+                        })
+                        .collect();
+                    let mut g = Tensor::zeros(shape.as_slice(), (kind, device));
+                    coll.reduce_scatter(&mut g, &Tensor::stack(&grads, 0), Op::Avg)
+                        .context("muon: reduce_scatter of grads")?;
+                    let update = match chunk.get(rank) {
+                        Some(&i) => {
+                            let g = g.to_kind(Kind::Float);
+                            let buf = self.bufs[i].get_or_insert_with(|| g.zeros_like());
+                            let _ = buf.lerp_(&g, 1.0 - momentum);
+                            let u = g.lerp(buf, momentum);
+                            let o = orthogonalize(&u, self.cfg.ns_steps, self.cfg.kind);
+                            let eff_lr = lr * self.params[i].lr_mul * shape_factor;
+                            o.to_kind(kind) * eff_lr
+                        }
+                        None => Tensor::zeros(shape.as_slice(), (kind, device)),
+                    };
+                    let mut updates = Tensor::zeros(stacked_shape.as_slice(), (kind, device));
+                    coll.all_gather(&mut updates, &update)
+                        .context("muon: all_gather of updates")?;
+                    // Upstream decays and updates on the owning rank and all-gathers the params;
+                    // applying the gathered update on every rank is the same arithmetic.
+                    for (j, &i) in chunk.iter().enumerate() {
+                        let mut p = self.params[i].tensor.shallow_clone();
+                        let _ = p.f_mul_scalar_(decay)?;
+                        let _ = p.f_sub_(&updates.get(j as i64))?;
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Deep copies of the state, one tensor per param: its momentum buffer, or an empty tensor
+    /// where this rank holds none. Upstream saves around its untimed warmup steps.
+    pub fn save(&self) -> Vec<Tensor> {
+        let none = || Tensor::zeros([0], (Kind::Float, tch::Device::Cpu));
+        self.bufs.iter().map(|b| b.as_ref().map_or_else(none, Tensor::copy)).collect()
+    }
+
+    /// Puts back what [`Muon::save`] returned.
+    pub fn restore(&mut self, saved: &[Tensor]) -> Result<()> {
+        if saved.len() != self.params.len() {
+            bail!("muon: restore got {} tensors for {} params", saved.len(), self.params.len());
+        }
+        for ((buf, s), p) in self.bufs.iter_mut().zip(saved).zip(&self.params) {
+            *buf = match s.numel() {
+                0 => None,
+                _ if s.size() == p.tensor.size() => Some(s.copy()),
+                _ => bail!("muon: saved state {:?} does not fit {}", s.size(), p.name),
+            };
+        }
+        Ok(())
+    }
+}
