@@ -1,0 +1,105 @@
+//! FP8 lm_head (upstream record #19; scales in division form since #21, w = 2^-9 since #28, as
+//! logged in #29): logits = x·Wᵀ with x and W cast to e4m3fn and the incoming gradient to e5m2,
+//! every product on `aten::_scaled_mm` with per-tensor scales. `_scaled_mm` has no derivative,
+//! so the backward is written by hand as a custom autograd Function.
+//!
+//! Scales are dequant scales: real value = fp8 value × scale (the quantizer divides by them).
+//!
+//! The casts round to nearest-even and do NOT saturate: e4m3fn has no infinity, so anything
+//! whose magnitude rounds above 448 becomes NaN (464 still rounds down to 448, 480 is NaN);
+//! e5m2 overflows to ±inf past 57,344. The scales must keep the inputs in range, hence
+//! [`Fp8Scales::for_width`].
+//!
+//! CPU: libtorch 2.11 has a CPU kernel for per-tensor fp8 `_scaled_mm` (e4m3fn and e5m2
+//! operands, fp32/bf16 out); it dequantizes and accumulates in fp32 (~1e-7 relative to a
+//! float64 reference, see tests/fp8_head.rs) and ignores `use_fast_accum`. So the same calls run
+//! on both devices and the CPU tests check the CUDA code path's math. Only CUDA needs every dim
+//! to be a multiple of 16 and mat2 column-major, so mat2 is always passed as a transposed view
+//! of a row-major tensor.
+use crate::shim::autograd::custom_function;
+use anyhow::{bail, Context, Result};
+use tch::{Device, Kind, Tensor};
+
+/// Per-tensor dequant scales of the FP8 lm_head.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fp8Scales {
+    /// of the normed input x (e4m3fn)
+    pub x: f64,
+    /// of the weight W (e4m3fn)
+    pub w: f64,
+    /// of the gradient of the logits (e5m2)
+    pub grad: f64,
+}
+
+impl Fp8Scales {
+    /// x = √n_embd / 448. The head's input is RMS-normed: Σx² = n_embd, so no entry exceeds
+    /// √n_embd and x/scale stays within ±448, e4m3fn's largest finite value (the cast gives NaN
+    /// beyond it, it does not clamp). #29 at 768: `for_width(768, 2^-9, 1/448)`.
+    pub fn for_width(n_embd: usize, w: f64, grad: f64) -> Fp8Scales {
+        Fp8Scales { x: (n_embd as f64).sqrt() / 448.0, w, grad }
+    }
+}
+
+/// x: [N, C], w: [V, C] fp32 parameter -> [N, V] in x's kind (bf16 in CUDA training).
+///
+/// Forward: x_f8 = e4m3fn(x/s.x), w_f8 = e4m3fn(w/s.w), out = x_f8·w_f8ᵀ · s.x·s.w (fast accum).
+/// Backward: g_f8 = e5m2(g/s.grad); grad_x = g_f8·w_f8 · s.grad·s.w in x's kind;
+/// grad_w = (x_f8ᵀ·g_f8)ᵀ · s.x·s.grad in fp32. Saves only x_f8 and w_f8.
+pub fn fp8_linear(x: &Tensor, w: &Tensor, s: &Fp8Scales) -> Result<Tensor> {
+    let (xs, ws) = (x.size(), w.size());
+    if xs.len() != 2 || ws.len() != 2 || xs[1] != ws[1] {
+        bail!("fp8_linear: x must be [N, C] and w [V, C], got x {xs:?} and w {ws:?}");
+    }
+    if w.kind() != Kind::Float {
+        bail!("fp8_linear: w must be an fp32 parameter, got {:?}", w.kind());
+    }
+    let s = *s;
+    custom_function(
+        &[x.shallow_clone(), w.shallow_clone()],
+        move |t| {
+            let (x, w) = (&t[0], &t[1]);
+            let x_f8 = (x / s.x).to_kind(Kind::Float8e4m3fn); // [N, C]
+            let w_f8 = (w / s.w).to_kind(Kind::Float8e4m3fn); // [V, C]
+            let dev = x.device();
+            let out =
+                scaled_mm(&x_f8, &w_f8.tr(), scale(s.x, dev), scale(s.w, dev), x.kind(), true)
+                    .context("fp8_linear forward")?; // [N, V]
+            Ok((out, vec![x_f8, w_f8]))
+        },
+        move |grads, saved| {
+            let (g, x_f8, w_f8) = (&grads[0], &saved[0], &saved[1]);
+            let g_f8 = (g / s.grad).to_kind(Kind::Float8e5m2); // [N, V]
+            let dev = g.device();
+            // [N, V]·[V, C]: w_f8 as mat2 needs a column-major copy.
+            let w_cm = w_f8.tr().contiguous().tr();
+            let grad_x =
+                scaled_mm(&g_f8, &w_cm, scale(s.grad, dev), scale(s.w, dev), g.kind(), false)
+                    .context("fp8_linear backward (grad x)")?;
+            // [C, N]·[N, V], transposed back to [V, C]; fp32 like the parameter.
+            let x_t = x_f8.tr().contiguous();
+            let g_cm = g_f8.tr().contiguous().tr();
+            let grad_w =
+                scaled_mm(&x_t, &g_cm, scale(s.x, dev), scale(s.grad, dev), Kind::Float, false)
+                    .context("fp8_linear backward (grad w)")?
+                    .tr();
+            Ok(vec![grad_x, grad_w])
+        },
+    )
+}
+
+/// A 0-dim fp32 scale on `device`, as `_scaled_mm` wants its per-tensor scales.
+fn scale(v: f64, device: Device) -> Tensor {
+    Tensor::scalar_tensor(v, (Kind::Float, device))
+}
+
+/// a·b · scale_a·scale_b with fp8 a, b (b column-major), out in `out`.
+fn scaled_mm(
+    a: &Tensor,
+    b: &Tensor,
+    sa: Tensor,
+    sb: Tensor,
+    out: Kind,
+    fast: bool,
+) -> Result<Tensor> {
+    Ok(a.f_internal_scaled_mm(b, &sa, &sb, None::<Tensor>, None, out, fast)?)
+}
