@@ -1,2 +1,3 @@
 //! Batches from FineWeb-format shards.
 pub mod loader;
+pub mod packed;
