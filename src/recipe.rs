@@ -2,9 +2,12 @@
 //!
 //! Defaults are absent on purpose: a manifest spells out its whole recipe, so a typo or a missing
 //! key is an error naming the file, line and key instead of a silent default.
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, ensure, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
+
+pub mod techniques;
+pub use techniques::*;
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -45,6 +48,79 @@ pub struct Recipe {
     pub val_every: u64,
     pub val_tokens: usize,
     pub seed: u64,
+    // ---- techniques after #1 (recipe/techniques.rs); absent = off = record #1
+    /// Block-input and final norms.
+    #[serde(default)]
+    pub norm: Norm,
+    /// x0 = norm(embedding) (upstream #8).
+    #[serde(default)]
+    pub embed_norm: bool,
+    /// RMSNorm of q and k per head, before rotary (upstream #5, #6).
+    #[serde(default)]
+    pub qk_norm: bool,
+    #[serde(default)]
+    pub activation: Activation,
+    #[serde(default)]
+    pub init: Init,
+    /// Output projections (attention out, MLP down) start at zero (upstream #5).
+    #[serde(default)]
+    pub zero_proj: bool,
+    /// A separate, zero-initialised lm_head instead of the tied embedding (upstream #8).
+    #[serde(default)]
+    pub untied_head: bool,
+    #[serde(default)]
+    pub rotary: Option<Rotary>,
+    /// x <- λ0·x + λ1·x0 before every block (upstream #9).
+    #[serde(default)]
+    pub x0_lambdas: bool,
+    /// U-net skips: the first half's outputs feed the second half, mirrored (upstream #11).
+    #[serde(default)]
+    pub unet: bool,
+    /// Value embedding table per layer, one character per layer: a digit names the table,
+    /// '.' none (upstream #14-#17: "012......012").
+    #[serde(default)]
+    pub value_embed_layers: Option<String>,
+    /// Attention per layer: 'L' long window, 'S' short, '-' none (upstream #17, #20).
+    #[serde(default)]
+    pub attn_layers: Option<String>,
+    #[serde(default)]
+    pub windows: Option<Windows>,
+    /// Softmax scale instead of 1/sqrt(head_dim) (upstream #20).
+    #[serde(default)]
+    pub attn_scale: Option<f64>,
+    /// Sparse attention gate: σ(W·h[:n]) per head from the first n channels (upstream #28).
+    #[serde(default)]
+    pub attn_gate: Option<usize>,
+    #[serde(default)]
+    pub softcap: Option<Softcap>,
+    #[serde(default)]
+    pub fp8_head: Option<Fp8Head>,
+    /// Embedding tables are stored in bf16 on GPUs (upstream #18).
+    #[serde(default)]
+    pub bf16_embeddings: bool,
+    /// The softmax runs over every padded logit, not just the first vocab_size (upstream #5 on).
+    #[serde(default)]
+    pub loss_over_padding: bool,
+    #[serde(default)]
+    pub loader: Loader,
+    /// Tokens per validation sequence per reference rank, packed with document boundaries
+    /// (upstream #29: 262,144). Only with the BOS loader.
+    #[serde(default)]
+    pub val_seq_len: Option<usize>,
+    #[serde(default)]
+    pub muon: Option<Muon>,
+    #[serde(default)]
+    pub lr_mul: Option<LrMul>,
+    #[serde(default)]
+    pub lr_schedule: LrSchedule,
+    /// Gradients of the loss summed over each reference rank's tokens (upstream's
+    /// reduction="sum"), not the mean; only Adam's eps feels the difference.
+    #[serde(default)]
+    pub loss_sum: bool,
+    /// Untimed steps on real batches before the clock starts, then model, optimizer and loader
+    /// are reset (upstream's explicit warmup: 10 steps, 30 from #29).
+    #[serde(default)]
+    pub untimed_warmup: u64,
 }
 
 /// The two sizes a record runs at.
@@ -112,6 +188,22 @@ impl Recipe {
         let mut out = Recipe::deserialize(toml::Value::Table(merged))?;
         let ratio = out.steps as f64 / self.steps as f64;
         out.warmup_steps = map_steps(self.warmup_steps, ratio);
+        out.untimed_warmup = map_steps(self.untimed_warmup, ratio);
+        if let Some(m) = &mut out.muon {
+            m.momentum_warmup = map_steps(m.momentum_warmup, ratio);
+        }
+        // Per-layer patterns follow the layer count; token lengths follow seq_len.
+        for p in [&mut out.value_embed_layers, &mut out.attn_layers].into_iter().flatten() {
+            if p.chars().count() == self.n_layer {
+                *p = layers::resample(p, out.n_layer);
+            }
+        }
+        let length = |n: usize| (n * out.seq_len / self.seq_len).max(1);
+        if let Some(w) = &mut out.windows {
+            w.block = length(w.block);
+        }
+        let val_per_rank = out.val_tokens / out.reference_ranks.max(1);
+        out.val_seq_len = out.val_seq_len.map(|n| length(n).min(val_per_rank));
         Ok(out)
     }
 
@@ -168,6 +260,61 @@ impl Recipe {
         if self.val_tokens < self.batch_rows * self.seq_len {
             bail!("recipe: val_tokens must cover at least one batch of batch_rows x seq_len");
         }
+        self.validate_techniques()
+    }
+
+    /// The combinations the model supports: the techniques of upstream's modern attention block
+    /// ride on `attn_layers`, the packed loader on `windows`.
+    fn validate_techniques(&self) -> Result<()> {
+        let l = self.n_layer;
+        for (key, p, ok) in [
+            ("attn_layers", &self.attn_layers, "LS-"),
+            ("value_embed_layers", &self.value_embed_layers, ".0123456789"),
+        ] {
+            if let Some(p) = p {
+                ensure!(
+                    p.chars().count() == l && p.chars().all(|c| ok.contains(c)),
+                    "recipe: {key} = {p:?} needs one of {ok:?} per layer ({l} layers)"
+                );
+            }
+        }
+        let modern = self.attn_layers.is_some();
+        let needs_modern = [
+            ("rotary", self.rotary.is_some()),
+            ("qk_norm", self.qk_norm),
+            ("value_embed_layers", self.value_embed_layers.is_some()),
+            ("attn_scale", self.attn_scale.is_some()),
+            ("attn_gate", self.attn_gate.is_some()),
+            ("windows", self.windows.is_some()),
+            ("x0_lambdas", self.x0_lambdas),
+            ("unet", self.unet),
+        ];
+        for (key, on) in needs_modern {
+            ensure!(!on || modern, "recipe: {key} needs attn_layers (the modern attention block)");
+        }
+        ensure!(
+            modern == self.windows.is_some() && modern == (self.loader == Loader::Bos),
+            "recipe: attn_layers, windows and loader = \"bos\" go together"
+        );
+        ensure!(!modern || self.rotary.is_some(), "recipe: attn_layers needs rotary");
+        ensure!(!self.unet || l.is_multiple_of(2), "recipe: unet needs an even n_layer");
+        if let Some(w) = &self.windows {
+            ensure!(
+                w.block > 0 && !w.schedule.is_empty(),
+                "recipe: windows needs a block and a schedule"
+            );
+        }
+        if let Some(g) = self.attn_gate {
+            ensure!(g <= self.n_embd, "recipe: attn_gate reads more channels than n_embd");
+        }
+        ensure!(
+            self.fp8_head.is_none() || self.untied_head,
+            "recipe: fp8_head needs untied_head (the head is its own matrix)"
+        );
+        ensure!(
+            self.loader == Loader::Rows || self.val_seq_len.is_some(),
+            "recipe: loader = \"bos\" needs val_seq_len"
+        );
         Ok(())
     }
 }

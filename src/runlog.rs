@@ -9,8 +9,20 @@ use std::path::{Path, PathBuf};
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Metric {
-    Train { step: u64, loss: f64, lr: f64, grad_norm: f64, tokens: u64, train_time_ms: f64 },
-    Val { step: u64, val_loss: f64, train_time_ms: f64 },
+    Train {
+        step: u64,
+        loss: f64,
+        lr: f64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        grad_norm: Option<f64>,
+        tokens: u64,
+        train_time_ms: f64,
+    },
+    Val {
+        step: u64,
+        val_loss: f64,
+        train_time_ms: f64,
+    },
 }
 
 #[derive(Serialize)]

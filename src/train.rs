@@ -1,17 +1,18 @@
-//! The training loop: validation on a paused clock, accumulation, gradient averaging across
-//! ranks (DDP), clipping, AdamW, timing.
+//! The training loop: validation on a paused clock, accumulation, the recipe's optimizer (which
+//! averages gradients over ranks), timing.
 //!
-//! Timing follows llm.c: each step is timed from data to update; step 0 is left out as kernel
-//! warmup; validation is never timed. Rank 0 prints upstream's lines:
+//! Each step is timed from data to update; validation is never timed. Without an explicit warmup
+//! step 0 is left out as kernel warmup (llm.c); with one (upstream, spec §7) the warmup steps run
+//! before the clock on real batches and model, optimizer and loader are reset after them.
+//! Rank 0 prints upstream's lines:
 //!   step:N/M train_loss:X train_time:Yms step_avg:Zms      (train_loss is ours)
 //!   step:N/M val_loss:X train_time:Yms step_avg:Zms
-use crate::data::loader::{TrainLoader, ValLoader};
+use crate::data::batches::{Train, Val};
 use crate::device::Target;
 use crate::dist::{self, Collectives, Op, RankEnv};
-use crate::model::Gpt;
-use crate::optim::adamw::{clip_factor, AdamW};
-use crate::optim::schedule::warmup_cosine;
-use crate::recipe::{Recipe, Scale};
+use crate::model::{Ctx, Gpt};
+use crate::optim::optimizer::{Optimizer, StepInfo};
+use crate::recipe::{Loader, Recipe, Scale};
 use crate::runlog::{Metric, RunLog, Summary};
 use anyhow::{bail, Result};
 use std::path::PathBuf;
@@ -45,36 +46,58 @@ pub fn run(cfg: &RunConfig) -> Result<f64> {
 
     let vs = nn::VarStore::new(dev);
     let (model, params) = Gpt::new(vs.root(), r, cfg.target.compute);
-    let mut opt = AdamW::new(&params, r.beta1, r.beta2, r.eps, r.weight_decay);
-    let mut train = TrainLoader::new(&cfg.train_files, r.seq_len, rows, rank, ranks, r.seed)?;
-    let val = ValLoader::new(&cfg.val_files, r.val_tokens, r.seq_len, rows, rank, ranks)?;
+    let n_params: i64 = params.iter().map(|p| p.tensor.numel() as i64).sum();
+    let mut opt = Optimizer::new(params, r, cfg.target.compute)?;
+    let new_loader = || Train::new(r, &cfg.train_files, rows, rank, ranks);
+    let val = Val::new(r, &cfg.val_files, rows, rank, ranks)?;
 
     let main = cfg.ranks.is_main();
     let mut log = RunLog::new(if main { cfg.out.as_deref() } else { None }, main)?;
     for (k, v) in &cfg.header {
         log.line(&format!("# {k}: {v}"))?;
     }
-    let n_params: i64 = params.iter().map(|p| p.tensor.numel() as i64).sum();
     log.line(&format!("# parameters: {n_params}"))?;
+    let micro = match r.loader {
+        Loader::Rows => format!("{rows} rows x {} tokens", r.seq_len),
+        Loader::Bos => {
+            format!("{} packed tokens (documents clipped at {})", rows * r.seq_len, r.seq_len)
+        }
+    };
     log.line(&format!(
-        "# batch: {} tokens/step = {ranks} ranks x {accum} micro-batches x {rows} rows x {} tokens ({})",
+        "# batch: {} tokens/step = {ranks} ranks x {accum} micro-batches x {micro} ({})",
         r.batch_tokens,
-        r.seq_len,
         coll.backend()
     ))?;
 
     let steps = r.steps;
+    let mut step_ctx = StepCtx { model: &model, r, accum, dev, coll: coll.as_mut() };
+    // Upstream's explicit warmup: real steps, cycling every window size, then everything reset.
+    if r.untimed_warmup > 0 {
+        let saved = opt.save();
+        let mut train = new_loader()?;
+        for i in 0..r.untimed_warmup {
+            let windows = warmup_windows(r, i);
+            step_ctx.train_step(&mut train, &mut opt, 0, windows)?;
+        }
+        opt.restore(&saved)?;
+    }
+    let mut train = new_loader()?;
+    // llm.c leaves step 0 out of the clock as its kernel warmup; with an explicit warmup every
+    // step counts.
+    let first_timed = u64::from(r.untimed_warmup == 0);
     let (mut train_ms, mut val_loss) = (0.0f64, f64::NAN);
     for step in 0..=steps {
         let last = step == steps;
+        let windows = r.windows.as_ref().map_or((0, 0), |w| w.sizes(step, steps));
         if last || step % r.val_every == 0 {
-            val_loss = mean_over_ranks(coll.as_mut(), evaluate(&model, &val, cfg.target))?;
+            let local = evaluate(&model, &val, cfg.target, windows)?;
+            val_loss = mean_over_ranks(step_ctx.coll, local)?;
             if !val_loss.is_finite() {
                 bail!("step {step}: val loss is {val_loss}; stopping");
             }
             log.line(&format!(
                 "step:{step}/{steps} val_loss:{val_loss:.4} train_time:{train_ms:.0}ms step_avg:{:.2}ms",
-                avg(train_ms, step)
+                avg(train_ms, step, first_timed)
             ))?;
             log.metric(Metric::Val { step, val_loss, train_time_ms: train_ms });
         }
@@ -83,39 +106,21 @@ pub fn run(cfg: &RunConfig) -> Result<f64> {
         }
 
         let t0 = Instant::now();
-        let mut loss_sum = 0.0;
-        for batch in train.next_step(accum, dev) {
-            let loss = model.loss(&batch.inputs, &batch.targets);
-            (&loss / accum as f64).backward();
-            loss_sum += loss.double_value(&[]);
-        }
-        // DDP: every rank ends the step with the gradient of the whole global batch.
-        let mut grads: Vec<Tensor> = params.iter().map(|p| p.tensor.grad()).collect();
-        coll.all_reduce(&mut grads, Op::Avg)?;
-        let loss = mean_over_ranks(coll.as_mut(), loss_sum / accum as f64)?;
-        if !loss.is_finite() {
-            bail!("step {}: train loss is {loss}; stopping", step + 1);
-        }
-        let (norm, scale) = clip_factor(&params, r.grad_clip);
-        let lr = warmup_cosine(step, steps, r.warmup_steps, r.lr, r.min_lr_frac);
-        opt.step(&params, lr, scale);
-        for g in &mut grads {
-            let _ = g.zero_();
-        }
+        let (loss, info) = step_ctx.train_step(&mut train, &mut opt, step, windows)?;
         cfg.target.sync();
-        if step > 0 {
+        if step >= first_timed {
             train_ms += t0.elapsed().as_secs_f64() * 1e3;
         }
         let n = step + 1;
         log.line(&format!(
             "step:{n}/{steps} train_loss:{loss:.4} train_time:{train_ms:.0}ms step_avg:{:.2}ms",
-            avg(train_ms, n)
+            avg(train_ms, n, first_timed)
         ))?;
         log.metric(Metric::Train {
             step: n,
             loss,
-            lr,
-            grad_norm: norm,
+            lr: info.lr,
+            grad_norm: info.grad_norm,
             tokens: n * r.batch_tokens as u64,
             train_time_ms: train_ms,
         });
@@ -134,7 +139,7 @@ pub fn run(cfg: &RunConfig) -> Result<f64> {
         tokens: steps * r.batch_tokens as u64,
         final_val_loss: val_loss,
         train_time_ms: train_ms,
-        step_avg_ms: avg(train_ms, steps),
+        step_avg_ms: avg(train_ms, steps, first_timed),
         peak_memory_mib: peak_memory_mib.map(|(a, _)| a),
     };
     log.finish(&summary, r)?;
@@ -142,25 +147,75 @@ pub fn run(cfg: &RunConfig) -> Result<f64> {
     Ok(val_loss)
 }
 
-/// Mean ms per timed step (step 0 is untimed).
-fn avg(train_ms: f64, steps_done: u64) -> f64 {
-    if steps_done > 1 {
-        train_ms / (steps_done - 1) as f64
+/// The windows of untimed warmup step `i`: the schedule's sizes in turn, so each is exercised.
+fn warmup_windows(r: &Recipe, i: u64) -> (i64, i64) {
+    r.windows.as_ref().map_or((0, 0), |w| {
+        let ws = w.schedule[i as usize % w.schedule.len()];
+        ((ws * w.block) as i64, (ws / 2 * w.block) as i64)
+    })
+}
+
+/// What a training step needs besides its data and optimizer.
+struct StepCtx<'a> {
+    model: &'a Gpt,
+    r: &'a Recipe,
+    accum: usize,
+    dev: tch::Device,
+    coll: &'a mut dyn Collectives,
+}
+
+impl StepCtx<'_> {
+    /// Forward and backward over this rank's micro-batches, then the optimizer (which averages
+    /// the gradients over ranks). Returns the mean train loss over all ranks.
+    fn train_step(
+        &mut self,
+        train: &mut Train,
+        opt: &mut Optimizer,
+        step: u64,
+        windows: (i64, i64),
+    ) -> Result<(f64, StepInfo)> {
+        let r = self.r;
+        // Upstream's reduction="sum": the gradient of the summed loss over each reference rank's
+        // tokens, which is that many times the mean's.
+        let grad_mult =
+            if r.loss_sum { (r.batch_tokens / r.reference_ranks.max(1)) as f64 } else { 1.0 };
+        let mut loss_sum = 0.0;
+        for batch in train.next_step(self.accum, self.dev)? {
+            let ctx = Ctx { docs: batch.docs, windows, training: true };
+            let loss = self.model.loss(&batch.inputs, &batch.targets, &ctx)?;
+            (&loss * (grad_mult / self.accum as f64)).backward();
+            loss_sum += loss.double_value(&[]);
+        }
+        let loss = mean_over_ranks(self.coll, loss_sum / self.accum as f64)?;
+        if !loss.is_finite() {
+            bail!("step {}: train loss is {loss}; stopping", step + 1);
+        }
+        let info = opt.step(self.coll, r, step, r.steps)?;
+        Ok((loss, info))
+    }
+}
+
+/// Mean ms per timed step (steps before `first_timed` are untimed).
+fn avg(train_ms: f64, steps_done: u64, first_timed: u64) -> f64 {
+    if steps_done > first_timed {
+        train_ms / (steps_done - first_timed) as f64
     } else {
         0.0
     }
 }
 
-/// Mean loss over this rank's validation batches.
-fn evaluate(model: &Gpt, val: &ValLoader, target: Target) -> f64 {
+/// Mean loss over this rank's validation batches, with the step's windows.
+fn evaluate(model: &Gpt, val: &Val, target: Target, windows: (i64, i64)) -> Result<f64> {
     tch::no_grad(|| {
         let (mut sum, mut n) = (0.0, 0usize);
         for batch in val.batches(target.device) {
-            sum +=
-                model.loss(&batch.inputs, &batch.targets).to_kind(Kind::Double).double_value(&[]);
+            let batch = batch?;
+            let ctx = Ctx { docs: batch.docs, windows, training: false };
+            let loss = model.loss(&batch.inputs, &batch.targets, &ctx)?;
+            sum += loss.to_kind(Kind::Double).double_value(&[]);
             n += 1;
         }
-        sum / n.max(1) as f64
+        Ok(sum / n.max(1) as f64)
     })
 }
 

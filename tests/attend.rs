@@ -280,3 +280,14 @@ fn bad_inputs_are_clear_errors() {
     let docs = Docs::from_lengths(&[3, 1, 12], Device::Cpu).unwrap();
     assert_eq!((docs.total(), docs.max_len()), (16, 12));
 }
+
+/// The CPU path attends in blocks of 256 queries: documents and windows that straddle the
+/// blocks, and the zero-length documents that pad upstream's cu_seqlens, match the reference.
+#[test]
+fn packed_sequences_longer_than_a_query_block_match_the_reference() {
+    let bounds = [0, 100, 300, 301, 520, 700, 700, 700];
+    for (causal, window) in [(true, Some(40)), (true, None), (false, Some(300)), (true, Some(0))] {
+        let spec = Spec { causal, window, bounds: Some(&bounds), scale: Some(0.12) };
+        check([1, 2, 700, 4], &spec, &format!("packed, causal {causal}, window {window:?}"));
+    }
+}

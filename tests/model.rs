@@ -2,7 +2,7 @@
 mod common;
 
 use tch::{nn, Device, Kind, Tensor};
-use trainer::model::Gpt;
+use trainer::model::{Ctx, Gpt};
 use trainer::recipe::{Recipe, Scale};
 
 fn build(r: &Recipe) -> (Gpt, Vec<trainer::model::params::Param>, nn::VarStore) {
@@ -33,12 +33,12 @@ fn logits_have_the_padded_vocab_and_init_loss_is_uniform() {
     let r = common::lab_recipe("");
     let (gpt, _, _) = build(&r);
     let idx = Tensor::randint(r.vocab_size as i64, [2, 64], (Kind::Int64, Device::Cpu));
-    let logits = gpt.forward(&idx);
+    let logits = gpt.forward(&idx, &Ctx::default()).unwrap();
     assert_eq!(logits.size(), [2, 64, r.padded_vocab_size as i64]);
     // Small init: predictions are near uniform over the real vocabulary. Logits are LN(x)·wte
     // with wte ~ N(0, std), so each has variance C·std², which adds about half of it to ln V.
     let targets = Tensor::randint(r.vocab_size as i64, [2, 64], (Kind::Int64, Device::Cpu));
-    let loss = gpt.loss(&idx, &targets).double_value(&[]);
+    let loss = gpt.loss(&idx, &targets, &Ctx::default()).unwrap().double_value(&[]);
     let uniform = (r.vocab_size as f64).ln() + 0.5 * r.n_embd as f64 * r.init_std.powi(2);
     assert!((loss - uniform).abs() < 0.1, "init loss {loss} vs ln(V) + C·std²/2 = {uniform}");
 }
@@ -47,7 +47,7 @@ fn logits_have_the_padded_vocab_and_init_loss_is_uniform() {
 fn padded_embedding_rows_start_at_zero() {
     let r = common::lab_recipe("");
     let (_, params, _) = build(&r);
-    let wte = &params.iter().find(|p| p.name == "wte").unwrap().tensor;
+    let wte = &params.iter().find(|p| p.name == "embed").unwrap().tensor;
     let pad = wte.narrow(0, r.vocab_size as i64, (r.padded_vocab_size - r.vocab_size) as i64);
     assert_eq!(pad.abs().sum(Kind::Float).double_value(&[]), 0.0);
     let std = wte.narrow(0, 0, r.vocab_size as i64).std(true).double_value(&[]);
@@ -64,7 +64,12 @@ fn attention_is_causal() {
     let _ = changed.narrow(1, 17, 1).fill_(3);
     let _ = changed.narrow(1, 17, 1).g_add_scalar_(1); // differs from whatever was there unless it was 4
     let _ = changed.narrow(1, 17, 1).remainder_(r.vocab_size as i64);
-    let (a, b) = tch::no_grad(|| (gpt.forward(&idx), gpt.forward(&changed)));
+    let (a, b) = tch::no_grad(|| {
+        (
+            gpt.forward(&idx, &Ctx::default()).unwrap(),
+            gpt.forward(&changed, &Ctx::default()).unwrap(),
+        )
+    });
     let before = (a.narrow(1, 0, 17) - b.narrow(1, 0, 17)).abs().max().double_value(&[]);
     assert_eq!(before, 0.0, "positions before the change moved");
     if idx.int64_value(&[0, 17]) != changed.int64_value(&[0, 17]) {

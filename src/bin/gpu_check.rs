@@ -369,7 +369,7 @@ mod gpu {
         shim::reset_peak(ctx.dev)?;
         // train.rs's step: bf16 matmuls on fp32 masters, loss read back, clip, our AdamW.
         let step_ms = ctx.time_ms(|| {
-            let loss = m.model.loss(&x, &y);
+            let loss = m.model.loss(&x, &y, &Default::default())?;
             loss.f_backward()?;
             losses.push(loss.double_value(&[]));
             let (_, scale) = clip_factor(&m.params, r.grad_clip);
@@ -379,7 +379,7 @@ mod gpu {
         })?;
         let mem = shim::memory_stats(ctx.dev)?;
         let fwd_bwd_ms = ctx.time_ms(|| {
-            m.model.loss(&x, &y).f_backward()?;
+            m.model.loss(&x, &y, &Default::default())?.f_backward()?;
             zero_grads(&m.params);
             Ok(())
         })?;
@@ -447,7 +447,7 @@ mod gpu {
         let m = build(ctx, Scale::Full)?;
         let r = &m.recipe;
         let (x, y) = batch(ctx, r, 1);
-        m.model.loss(&x, &y).f_backward()?; // gradients to step with
+        m.model.loss(&x, &y, &Default::default())?.f_backward()?; // gradients to step with
         let mut ours = AdamW::new(&m.params, r.beta1, r.beta2, r.eps, r.weight_decay);
         let ours_ms = ctx.time_ms(|| {
             ours.step(&m.params, r.lr, 1.0);
@@ -530,7 +530,7 @@ mod gpu {
         /// returns the loss tensor without reading it.
         fn run(&self, update: bool) -> Result<Tensor> {
             zero_grads(&self.m.params);
-            let loss = self.m.model.loss(&self.x, &self.y);
+            let loss = self.m.model.loss(&self.x, &self.y, &Default::default())?;
             loss.f_backward()?;
             if update {
                 self.opt.step(&self.m)?;

@@ -1,3 +1,4 @@
 //! Batches from FineWeb-format shards.
+pub mod batches;
 pub mod loader;
 pub mod packed;

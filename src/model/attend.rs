@@ -21,6 +21,7 @@ use tch::{Device, Kind, Tensor};
 /// Documents packed into the flattened batch: document `i` spans tokens
 /// `cu_seqlens[i]..cu_seqlens[i + 1]` of the `B*T` tokens taken row after row, so a document may
 /// run on from the end of one row into the next. Tokens attend only within their document.
+/// Cloning is cheap: the tensor is shared.
 #[derive(Debug)]
 pub struct Docs {
     cu_seqlens: Tensor,
@@ -70,6 +71,12 @@ impl Docs {
         self.max_len
     }
 
+    /// The document holding token `i`: its (start, end).
+    fn span_of(&self, i: i64) -> (i64, i64) {
+        let d = self.bounds.partition_point(|&b| b <= i).saturating_sub(1);
+        (self.bounds[d], self.bounds.get(d + 1).copied().unwrap_or(self.total()))
+    }
+
     /// Document index of every token, `[total]` int64 on `device`.
     fn ids(&self, device: Device) -> Tensor {
         let ids: Vec<i64> = self
@@ -79,6 +86,16 @@ impl Docs {
             .flat_map(|(d, w)| std::iter::repeat_n(d as i64, (w[1] - w[0]) as usize))
             .collect();
         Tensor::from_slice(&ids).to(device)
+    }
+}
+
+impl Clone for Docs {
+    fn clone(&self) -> Docs {
+        Docs {
+            cu_seqlens: self.cu_seqlens.shallow_clone(),
+            bounds: self.bounds.clone(),
+            max_len: self.max_len,
+        }
     }
 }
 
@@ -220,7 +237,7 @@ fn sdpa_path(q: &Tensor, k: &Tensor, v: &Tensor, pattern: &Pattern) -> Result<Te
     let dev = q.device();
     match &pattern.docs {
         None => {
-            let mask = mask(t, pattern.causal, pattern.window, None, dev);
+            let mask = mask(t, pattern.causal, pattern.window, dev);
             Ok(Tensor::f_scaled_dot_product_attention(
                 q,
                 k,
@@ -233,33 +250,64 @@ fn sdpa_path(q: &Tensor, k: &Tensor, v: &Tensor, pattern: &Pattern) -> Result<Te
             )?)
         }
         Some(docs) => {
-            // One sequence of B*T tokens: [B, H, T, D] -> [1, H, B*T, D].
+            // One sequence of B*T tokens: [B, H, T, D] -> [1, H, B*T, D], attended in blocks of
+            // queries, each against the keys it can reach, so memory grows with the window or
+            // the document, not with (B*T)^2.
             let flat = |x: &Tensor| x.transpose(0, 1).reshape([1, h, b * t, d]);
+            let (q, k, v) = (flat(q), flat(k), flat(v));
             let ids = docs.ids(dev);
-            let mask = mask(b * t, pattern.causal, pattern.window, Some(&ids), dev);
-            let y = Tensor::f_scaled_dot_product_attention(
-                &flat(q),
-                &flat(k),
-                &flat(v),
-                Some(mask),
-                0.0,
-                false,
-                pattern.scale,
-                false,
-            )?;
+            let n = b * t;
+            let mut out = Vec::new();
+            for qs in (0..n).step_by(QUERY_BLOCK as usize) {
+                let qe = (qs + QUERY_BLOCK).min(n);
+                let (first_doc, _) = docs.span_of(qs);
+                let lo = pattern.window.map_or(first_doc, |w| first_doc.max(qs - w));
+                let hi = if pattern.causal { qe } else { docs.span_of(qe - 1).1 };
+                let m = block_mask((qs, qe), (lo, hi), pattern, &ids, dev);
+                out.push(Tensor::f_scaled_dot_product_attention(
+                    &q.narrow(2, qs, qe - qs),
+                    &k.narrow(2, lo, hi - lo),
+                    &v.narrow(2, lo, hi - lo),
+                    Some(m),
+                    0.0,
+                    false,
+                    pattern.scale,
+                    false,
+                )?);
+            }
+            let y = Tensor::cat(&out, 2);
             Ok(y.view([h, b, t, d]).transpose(0, 1))
         }
     }
 }
 
-/// `[n, n]` bool, true where query `i` (row) may see key `j` (column).
-fn mask(
-    n: i64,
-    causal: bool,
-    window: Option<i64>,
-    doc_ids: Option<&Tensor>,
+/// Queries per block on the SDPA path with documents.
+const QUERY_BLOCK: i64 = 256;
+
+/// `[qe - qs, hi - lo]` bool: query positions qs..qe against key positions lo..hi.
+fn block_mask(
+    (qs, qe): (i64, i64),
+    (lo, hi): (i64, i64),
+    pattern: &Pattern,
+    ids: &Tensor,
     dev: Device,
 ) -> Tensor {
+    let i = Tensor::arange_start(qs, qe, (Kind::Int64, dev)).unsqueeze(1);
+    let j = Tensor::arange_start(lo, hi, (Kind::Int64, dev)).unsqueeze(0);
+    let back = &i - &j;
+    let mut allowed =
+        ids.narrow(0, qs, qe - qs).unsqueeze(1).eq_tensor(&ids.narrow(0, lo, hi - lo).unsqueeze(0));
+    if pattern.causal {
+        allowed = allowed.logical_and(&back.ge(0));
+    }
+    if let Some(w) = pattern.window {
+        allowed = allowed.logical_and(&back.le(w));
+    }
+    allowed
+}
+
+/// `[n, n]` bool, true where query `i` (row) may see key `j` (column).
+fn mask(n: i64, causal: bool, window: Option<i64>, dev: Device) -> Tensor {
     let pos = Tensor::arange(n, (Kind::Int64, dev));
     let (i, j) = (pos.unsqueeze(1), pos.unsqueeze(0));
     let back = &i - &j; // how far key j lies before query i
@@ -269,9 +317,6 @@ fn mask(
     }
     if let Some(w) = window {
         allowed = allowed.logical_and(&back.le(w));
-    }
-    if let Some(ids) = doc_ids {
-        allowed = allowed.logical_and(&ids.unsqueeze(1).eq_tensor(&ids.unsqueeze(0)));
     }
     allowed
 }

@@ -6,5 +6,11 @@ pub mod gpt;
 pub mod mlp;
 pub mod norm;
 pub mod params;
+pub mod relu2_mlp;
+pub mod rotary;
+pub mod scalars;
+pub mod softcap;
+pub mod value_embed;
+pub mod windowed_attention;
 
-pub use gpt::Gpt;
+pub use gpt::{Ctx, Gpt};

@@ -1,6 +1,15 @@
-//! LayerNorm with a learned weight and bias (GPT-2, llm.c).
+//! Normalization: LayerNorm with a learned weight and bias (GPT-2, llm.c), or parameter-free
+//! RMSNorm (upstream ≤#4: `F.rms_norm` with eps = None, i.e. the fp32 machine epsilon, which the
+//! manifest spells out as ln_eps).
 use super::params::ParamSet;
-use tch::Tensor;
+use crate::recipe;
+use tch::{Kind, Tensor};
+
+/// x / sqrt(mean(x^2) + eps) over the last dimension, computed in fp32, returned in x's kind.
+pub fn rms_norm(x: &Tensor, eps: f64) -> Tensor {
+    let c = *x.size().last().expect("RMSNorm input has a channel dimension");
+    x.to_kind(Kind::Float).rms_norm([c], None::<Tensor>, eps).to_kind(x.kind())
+}
 
 pub struct LayerNorm {
     weight: Tensor,
@@ -27,5 +36,27 @@ impl LayerNorm {
             self.eps,
             true,
         )
+    }
+}
+
+/// The recipe's choice of norm for one site.
+pub enum Norm {
+    Layer(LayerNorm),
+    Rms { eps: f64 },
+}
+
+impl Norm {
+    pub fn new(ps: &mut ParamSet, name: &str, dim: i64, kind: recipe::Norm, eps: f64) -> Self {
+        match kind {
+            recipe::Norm::Layer => Norm::Layer(LayerNorm::new(ps, name, dim, eps)),
+            recipe::Norm::Rms => Norm::Rms { eps },
+        }
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Tensor {
+        match self {
+            Norm::Layer(ln) => ln.forward(x),
+            Norm::Rms { eps } => rms_norm(x, *eps),
+        }
     }
 }

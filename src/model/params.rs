@@ -36,7 +36,19 @@ impl<'a> ParamSet<'a> {
         self.add(name, dims, nn::Init::Const(1.0))
     }
 
-    fn add(&mut self, name: &str, dims: &[i64], init: nn::Init) -> Tensor {
+    /// U(-bound, bound).
+    pub fn uniform(&mut self, name: &str, dims: &[i64], bound: f64) -> Tensor {
+        self.add(name, dims, nn::Init::Uniform { lo: -bound, up: bound })
+    }
+
+    /// Sets the lr multiplier of the parameter added last.
+    pub fn lr_mul(&mut self, mul: f64) {
+        if let Some(p) = self.params.last_mut() {
+            p.lr_mul = mul;
+        }
+    }
+
+    pub fn add(&mut self, name: &str, dims: &[i64], init: nn::Init) -> Tensor {
         let tensor = self.path.var(&name.replace('.', "_"), dims, init);
         debug_assert_eq!(tensor.kind(), Kind::Float);
         self.params.push(Param {

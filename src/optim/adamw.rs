@@ -36,6 +36,25 @@ impl AdamW {
             }
         });
     }
+
+    /// Deep copies of the step count and the moments.
+    pub fn save(&self) -> Vec<Tensor> {
+        let mut out = vec![Tensor::from(self.t as i64)];
+        out.extend(self.state.iter().flat_map(|(m, v)| [m.copy(), v.copy()]));
+        out
+    }
+
+    /// Puts back what [`AdamW::save`] returned.
+    pub fn restore(&mut self, saved: &[Tensor]) -> anyhow::Result<()> {
+        let Some((t, mv)) = saved.split_first() else { anyhow::bail!("adamw: nothing to restore") };
+        anyhow::ensure!(mv.len() == 2 * self.state.len(), "adamw: saved state does not fit");
+        self.t = t.int64_value(&[]) as i32;
+        for ((m, v), s) in self.state.iter_mut().zip(mv.chunks(2)) {
+            m.copy_(&s[0]);
+            v.copy_(&s[1]);
+        }
+        Ok(())
+    }
 }
 
 /// Global L2 norm of all gradients, and the factor that clips it to `max_norm` (llm.c: scale

@@ -3,4 +3,5 @@ pub mod adamw;
 pub mod dist_adam;
 pub mod muon;
 pub mod newton_schulz;
+pub mod optimizer;
 pub mod schedule;

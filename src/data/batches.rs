@@ -1,0 +1,105 @@
+//! The recipe's loaders behind one interface: llm.c's rows (record #1) or upstream's packed
+//! BOS-aligned sequences with document boundaries (#26, #29).
+use super::loader::{TrainLoader, ValLoader};
+use super::packed::{BosLoader, Packed, PackedVal};
+use crate::model::attend::Docs;
+use crate::recipe::{Loader, Recipe};
+use anyhow::{Context, Result};
+use corpus::tokenizer::{BYTE_BOS, GPT2_BOS};
+use std::path::PathBuf;
+use tch::{Device, Tensor};
+
+/// One micro-batch: inputs and targets [B, T] int64, and the documents when packed (B = 1).
+pub struct Micro {
+    pub inputs: Tensor,
+    pub targets: Tensor,
+    pub docs: Option<Docs>,
+}
+
+impl Micro {
+    fn packed(p: Packed) -> Result<Micro> {
+        let docs = Docs::new(&p.cu_seqlens).context("packed batch boundaries")?;
+        Ok(Micro { inputs: p.inputs, targets: p.targets, docs: Some(docs) })
+    }
+}
+
+fn bos(r: &Recipe) -> u16 {
+    if r.tokenizer == "byte" {
+        BYTE_BOS
+    } else {
+        GPT2_BOS
+    }
+}
+
+pub enum Train {
+    Rows(TrainLoader),
+    Bos(BosLoader),
+}
+
+impl Train {
+    /// `rows` rows of seq_len per micro-batch (the packed loader packs rows·seq_len tokens).
+    pub fn new(
+        r: &Recipe,
+        files: &[PathBuf],
+        rows: usize,
+        rank: usize,
+        ranks: usize,
+    ) -> Result<Train> {
+        Ok(match r.loader {
+            Loader::Rows => {
+                Train::Rows(TrainLoader::new(files, r.seq_len, rows, rank, ranks, r.seed)?)
+            }
+            Loader::Bos => {
+                Train::Bos(BosLoader::new(files, rows * r.seq_len, r.seq_len, bos(r), rank, ranks)?)
+            }
+        })
+    }
+
+    /// This rank's `accum` micro-batches of the next optimizer step.
+    pub fn next_step(&mut self, accum: usize, device: Device) -> Result<Vec<Micro>> {
+        match self {
+            Train::Rows(l) => Ok(l
+                .next_step(accum, device)
+                .into_iter()
+                .map(|b| Micro { inputs: b.inputs, targets: b.targets, docs: None })
+                .collect()),
+            Train::Bos(l) => l.next_step(accum, device)?.into_iter().map(Micro::packed).collect(),
+        }
+    }
+}
+
+pub enum Val {
+    Rows(ValLoader),
+    Packed(PackedVal),
+}
+
+impl Val {
+    /// Packed validation reads `val_seq_len` tokens per rank per call, fewer when the budget
+    /// split over the ranks is smaller (the lab).
+    pub fn new(
+        r: &Recipe,
+        files: &[PathBuf],
+        rows: usize,
+        rank: usize,
+        ranks: usize,
+    ) -> Result<Val> {
+        Ok(match (r.loader, r.val_seq_len) {
+            (Loader::Bos, Some(n)) => {
+                let per_call = n.min(r.val_tokens / ranks);
+                Val::Packed(PackedVal::new(files, r.val_tokens, per_call, bos(r), rank, ranks)?)
+            }
+            _ => Val::Rows(ValLoader::new(files, r.val_tokens, r.seq_len, rows, rank, ranks)?),
+        })
+    }
+
+    /// This rank's validation batches, made one at a time.
+    pub fn batches(&self, device: Device) -> Box<dyn Iterator<Item = Result<Micro>> + '_> {
+        match self {
+            Val::Rows(l) => Box::new(
+                l.batches(device)
+                    .map(|b| Ok(Micro { inputs: b.inputs, targets: b.targets, docs: None })),
+            ),
+            Val::Packed(l) => Box::new(l.batches(device).map(Micro::packed)),
+        }
+    }
+}

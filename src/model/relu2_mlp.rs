@@ -1,0 +1,30 @@
+//! The MLP of upstream #5 on: C -> 4C -> relu(x)^2 -> C, no biases. Both matrices are stored
+//! as [C, 4C] (upstream #27 stores c_fc transposed), so Muon batches all 2L of them as one shape.
+use super::params::ParamSet;
+use tch::Tensor;
+
+pub struct Relu2Mlp {
+    c_fc: Tensor,   // [C, 4C], used as x @ c_fc
+    c_proj: Tensor, // [C, 4C], used as x @ c_projᵀ
+}
+
+impl Relu2Mlp {
+    /// `bound`: the uniform init of c_fc; c_proj is zero when `zero_proj` (upstream #5) and
+    /// shares c_fc's init otherwise.
+    pub fn new(ps: &mut ParamSet, name: &str, c: i64, bound: f64, zero_proj: bool) -> Self {
+        let c_fc = ps.uniform(&format!("{name}.c_fc"), &[c, 4 * c], bound);
+        let c_proj = if zero_proj {
+            ps.zeros(&format!("{name}.c_proj"), &[c, 4 * c])
+        } else {
+            ps.uniform(&format!("{name}.c_proj"), &[c, 4 * c], bound)
+        };
+        Relu2Mlp { c_fc, c_proj }
+    }
+
+    /// x: [B, T, C] -> [B, T, C]
+    pub fn forward(&self, x: &Tensor) -> Tensor {
+        let k = x.kind();
+        let h = x.matmul(&self.c_fc.to_kind(k)).relu().square(); // [B, T, 4C]
+        h.matmul(&self.c_proj.to_kind(k).tr())
+    }
+}

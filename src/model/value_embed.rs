@@ -1,0 +1,55 @@
+//! Value embeddings (upstream #14-#17): extra token-embedding tables whose rows are mixed into the
+//! attention values of chosen layers. `value_embed_layers` gives one character per layer: a digit
+//! names the table ("012......012" shares tables 0-2 between the first and last three layers,
+//! upstream #17's U-net pattern), '.' none.
+use super::params::ParamSet;
+use tch::{nn, Tensor};
+
+pub struct ValueEmbeds {
+    tables: Vec<Tensor>,       // each [Vp, C]
+    layer: Vec<Option<usize>>, // table index per layer
+}
+
+impl ValueEmbeds {
+    /// One table per distinct digit, in order of first appearance; `init` as the token embedding.
+    pub fn new(
+        ps: &mut ParamSet,
+        pattern: &str,
+        vocab: i64,
+        c: i64,
+        init: nn::Init,
+        lr_mul: f64,
+    ) -> Self {
+        let mut digits: Vec<char> = Vec::new();
+        let layer = pattern
+            .chars()
+            .map(|ch| {
+                ch.is_ascii_digit().then(|| match digits.iter().position(|&d| d == ch) {
+                    Some(i) => i,
+                    None => {
+                        digits.push(ch);
+                        digits.len() - 1
+                    }
+                })
+            })
+            .collect();
+        let tables = (0..digits.len())
+            .map(|i| {
+                let t = ps.add(&format!("value_embeds.{i}"), &[vocab, c], init);
+                ps.lr_mul(lr_mul);
+                t
+            })
+            .collect();
+        ValueEmbeds { tables, layer }
+    }
+
+    /// idx: [B, T] -> one [B, T, C] per layer (None where the layer has no table), in `kind`.
+    pub fn lookup(&self, idx: &Tensor, kind: tch::Kind) -> Vec<Option<Tensor>> {
+        let ve: Vec<Tensor> = self
+            .tables
+            .iter()
+            .map(|t| Tensor::embedding(t, idx, -1, false, false).to_kind(kind))
+            .collect();
+        self.layer.iter().map(|l| l.map(|i| ve[i].shallow_clone())).collect()
+    }
+}

@@ -1,0 +1,152 @@
+//! The recipe keys of the techniques that came after record #1. Each is absent from #1's manifest,
+//! and absent means off: the newest trainer then runs exactly record #1.
+use serde::{Deserialize, Serialize};
+
+/// Normalization of block inputs and the final hidden state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Norm {
+    /// LayerNorm with weight and bias (GPT-2).
+    #[default]
+    Layer,
+    /// Parameter-free RMSNorm, eps = fp32 machine epsilon (upstream ≤#4).
+    Rms,
+}
+
+/// The MLP's nonlinearity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Activation {
+    /// GELU, tanh approximation (GPT-2).
+    #[default]
+    Gelu,
+    /// relu(x)^2 (upstream #5).
+    Relu2,
+}
+
+/// How matrices are initialised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Init {
+    /// llm.c: N(0, init_std), residual projections N(0, init_std/sqrt(2L)).
+    #[default]
+    Normal,
+    /// Upstream #19: U(-b, b) with b = sqrt(3)·0.5/sqrt(fan_in) (std 0.5/sqrt(fan_in)) for block
+    /// matrices, N(0, 1) for embeddings (torch's nn.Embedding default).
+    Uniform,
+}
+
+/// Rotary position embedding (upstream #2), replacing learned positions.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rotary {
+    pub base: f64,
+    /// Upstream #17: only head_dim/4 frequencies, spread from 1 to 1/base; the other quarter of
+    /// the pairs is left unrotated (frequency 0).
+    pub truncated: bool,
+}
+
+/// Logit softcap in the sigmoid form of upstream #19: z -> cap·σ(z/temperature).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Softcap {
+    pub cap: f64,
+    pub temperature: f64,
+}
+
+/// The FP8 lm_head of upstream #19 (training only); dequantisation scales. The input scale is
+/// sqrt(n_embd)/448, derived from the width so RMS-normed inputs fit e4m3.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fp8Head {
+    pub w_scale: f64,
+    pub grad_scale: f64,
+}
+
+/// Sliding-window attention (upstream #13, #16, #20, #29): windows are whole blocks of
+/// `block` tokens; long = ws·block, short = (ws/2)·block, with ws taken from `schedule` by the
+/// fraction of training done (#29: three equal stages).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Windows {
+    pub block: usize,
+    pub schedule: Vec<usize>,
+}
+
+impl Windows {
+    /// ws at `step` of `steps`: schedule[floor(len·step/(1+steps))].
+    pub fn ws(&self, step: u64, steps: u64) -> usize {
+        let n = self.schedule.len() as u64;
+        let i = (n * step / (1 + steps)).min(n - 1);
+        self.schedule[i as usize]
+    }
+
+    /// (long, short) windows in tokens at `step`.
+    pub fn sizes(&self, step: u64, steps: u64) -> (i64, i64) {
+        let ws = self.ws(step, steps);
+        ((ws * self.block) as i64, (ws / 2 * self.block) as i64)
+    }
+}
+
+/// Muon for the hidden matrices (upstream #3, #4, #9, #13, #15, #24): every >= 2-D tensor inside
+/// the blocks. The other tensors go to Adam with the recipe's lr, betas and eps.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Muon {
+    pub lr: f64,
+    pub weight_decay: f64,
+    pub ns_steps: usize,
+    /// Momentum warms up linearly from `momentum_start` to `momentum` over `momentum_warmup` steps.
+    pub momentum: f64,
+    pub momentum_start: f64,
+    pub momentum_warmup: u64,
+}
+
+/// Adam's per-tensor lr multipliers (upstream #24), on top of the recipe's `lr`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LrMul {
+    pub embed: f64,
+    pub head: f64,
+    pub scalars: f64,
+}
+
+/// The learning-rate multiplier over training.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum LrSchedule {
+    /// llm.c: linear warmup over `warmup_steps`, cosine to `min_lr_frac`.
+    #[default]
+    WarmupCosine,
+    /// Upstream #19/#26: constant, then linear decay to `min_lr_frac` over the last
+    /// `cooldown_frac` of training.
+    StableDecay { cooldown_frac: f64 },
+}
+
+/// Which loader feeds training.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Loader {
+    /// llm.c: rows of seq_len tokens, attention crosses documents.
+    #[default]
+    Rows,
+    /// Upstream #26/#29: each micro-batch is one packed sequence of batch_rows·seq_len tokens
+    /// made of whole documents from a BOS, each clipped to seq_len (max_doc_len); attention stays
+    /// inside documents.
+    Bos,
+}
+
+/// Per-layer patterns, one character per layer; the lab rule resamples them to fewer layers.
+pub mod layers {
+    /// `attn_layers`: 'L' long window, 'S' short window, '-' no attention.
+    pub const ATTN: [char; 3] = ['L', 'S', '-'];
+
+    /// Resamples a per-layer pattern to `n` layers by taking the layer at the centre of each
+    /// of `n` equal slices (12 -> 4 takes layers 1, 4, 7, 10), so a symmetric pattern stays
+    /// symmetric.
+    pub fn resample(pattern: &str, n: usize) -> String {
+        let chars: Vec<char> = pattern.chars().collect();
+        let l = chars.len();
+        (0..n).map(|j| chars[((2 * j + 1) * l) / (2 * n)]).collect()
+    }
+}
