@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
-# Runs the gpu-check binary on a GPU machine and prints its one table (flash attention vs
-# reference, record #1 at full shape, fused vs unfused AdamW, CUDA-graph replay vs eager).
+# Runs the gpu-check binary on a GPU machine and prints its one table, one or more rows per check:
+#   - flash attention (dense, window, varlen; fwd and bwd) against an fp32 SDPA reference;
+#   - record #1 at full shape: ms/step, fwd+bwd, tokens/s, MFU, peak memory;
+#   - our AdamW against the fused one; one lab-size step eager against CUDA-graph replay;
+#   - record #29, one rank's batch (49,152 packed tokens) on 1 GPU: ms/step at ws 3 / 7 / 11
+#     (fwd with the FP8 head, bwd, DistAdam + Muon, zero grads), tokens/s, peak memory;
+#   - record #29's eval forward over 262,144 tokens (bf16 head): ms/call, peak memory;
+#   - the FP8 head against bf16 at [49152, 768] x [50304, 768]: relative errors, ms fwd+bwd;
+#   - Muon's Newton-Schulz (bf16) on [768, 3072] and [4, 768, 768]: ms/call, singular values.
 #
 # Build on any machine (no GPU needed) and carry target/release/gpu-check along:
 #     cargo build --release -p trainer --features cuda --bin gpu-check
@@ -8,13 +15,13 @@
 # wheels; no Rust toolchain):
 #     bash scripts/gpu-check.sh [gpu-check options, e.g. --batch 8]
 # The table lands in $OUT/gpu-check.md (a temp dir without $OUT), with the console log beside it.
-# Environment: BIN (the binary), PYTHON (default python3), GPU_CHECK_TIMEOUT (seconds, 140).
-# Worst case about 3 minutes: 30 s to import torch, 140 s for the binary.
+# Environment: BIN (the binary), PYTHON (default python3), GPU_CHECK_TIMEOUT (seconds, 240).
+# Worst case about 4.5 minutes: 30 s to import torch, 240 s for the binary.
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=${BIN:-$ROOT/target/release/gpu-check}
 PY=${PYTHON:-python3}
-LIMIT=${GPU_CHECK_TIMEOUT:-140}
+LIMIT=${GPU_CHECK_TIMEOUT:-240}
 RESULTS=${OUT:-$(mktemp -d)}
 mkdir -p "$RESULTS"
 die() { echo "gpu-check.sh: error: $*" >&2; exit 1; }

@@ -1,7 +1,9 @@
 //! `gpu-check`: one markdown table of what a CUDA build does on this GPU. Flash attention against
 //! an SDPA reference (dense, window, varlen, backward), record #1 at full shape on one GPU
-//! (ms/step, tokens/s, MFU, peak memory), our AdamW against the fused one, and one training step
-//! eager against CUDA-graph replay. Every check catches its own errors, so one failure prints
+//! (ms/step, tokens/s, MFU, peak memory), our AdamW against the fused one, one training step
+//! eager against CUDA-graph replay, and record #29 at full shape on one GPU: one rank's training
+//! step at each window stage, the 262,144-token eval forward, the FP8 head against bf16 and
+//! Muon's Newton–Schulz. Every check catches its own errors, so one failure prints
 //! `error: ...` in its row and the rest still run. scripts/gpu-check.sh runs it on a GPU machine:
 //!
 //!   gpu-check --out /tmp/gpu-check.md
@@ -12,7 +14,8 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(
     name = "gpu-check",
-    about = "Check flash attention, record #1's speed, fused AdamW and CUDA graphs on one GPU",
+    about = "Check flash attention, records #1 and #29 at full shape, fused AdamW, CUDA graphs, \
+             the FP8 head and Newton–Schulz on one GPU",
     args_override_self = true
 )]
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
@@ -30,7 +33,7 @@ struct Args {
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     steps: u32,
     /// Checks not started within this many seconds are skipped (the table stays complete).
-    #[arg(long, default_value_t = 150)]
+    #[arg(long, default_value_t = 180)]
     budget_s: u64,
 }
 
@@ -57,19 +60,30 @@ fn main() -> ExitCode {
 #[cfg(feature = "cuda")]
 mod gpu {
     use super::Args;
-    use anyhow::{anyhow, bail, Context, Result};
+    use anyhow::{anyhow, bail, ensure, Context, Result};
+    use corpus::synthetic::SplitMix64;
     use std::panic::{catch_unwind, AssertUnwindSafe};
     use std::path::Path;
     use std::time::Instant;
-    use tch::{nn, Device, Kind, Tensor};
+    use tch::{nn, Device, Kind, Reduction, Tensor};
+    use trainer::data::packed::padded_doc_slots;
+    use trainer::dist::{self, RankEnv};
     use trainer::model::attend::{attend_with, Docs, Kernel, Pattern};
+    use trainer::model::fp8_head::{fp8_linear, Fp8Scales};
+    use trainer::model::norm::rms_norm;
     use trainer::model::params::Param;
-    use trainer::model::Gpt;
+    use trainer::model::softcap::softcap;
+    use trainer::model::{Ctx as Forward, Gpt};
     use trainer::optim::adamw::{clip_factor, AdamW};
+    use trainer::optim::newton_schulz::orthogonalize;
+    use trainer::optim::optimizer::Optimizer;
     use trainer::recipe::{Recipe, Scale};
     use trainer::shim::{self, AdamWConfig, CudaGraph, CudaStream};
 
-    const RECORD_1: &str = include_str!("../../records/01.toml");
+    /// A record's manifest: its path (for errors) and its text.
+    type Manifest = (&'static str, &'static str);
+    const RECORD_1: Manifest = ("records/01.toml", include_str!("../../records/01.toml"));
+    const RECORD_29: Manifest = ("records/29.toml", include_str!("../../records/29.toml"));
     /// H100/H200 SXM dense bf16 tensor-core peak (NVIDIA's spec sheets, without sparsity).
     const PEAK_FLOPS: f64 = 989e12;
     const WARMUP: usize = 3;
@@ -110,7 +124,7 @@ mod gpu {
             format!("libtorch 2.11.0 (tch 0.24); cuDNN {}", tch::Cuda::cudnn_is_available()),
         )];
         type Check = (&'static str, fn(&Ctx) -> Result<Vec<Row>>);
-        let checks: [Check; 9] = [
+        let checks: [Check; 13] = [
             ("flash fwd: dense causal", flash_dense),
             ("flash fwd: causal window 64", flash_window),
             ("flash fwd: varlen documents", flash_varlen),
@@ -120,6 +134,10 @@ mod gpu {
             ("record #1 full shape", record_one),
             ("AdamW over record #1's params", adamw),
             ("CUDA graph: one lab-size step", graph),
+            ("record #29, 1 GPU, one rank's batch", record_29),
+            ("record #29 eval forward, 262,144 tokens", record_29_eval),
+            ("FP8 head vs bf16", fp8_head),
+            ("Muon Newton–Schulz (bf16)", newton_schulz),
         ];
         let mut ok = true;
         for (name, check) in checks {
@@ -131,11 +149,8 @@ mod gpu {
                     format!("past the {} s budget (--budget-s)", args.budget_s),
                 )]
             } else {
-                match catch_unwind(AssertUnwindSafe(|| check(&ctx))) {
-                    Ok(Ok(rows)) => rows,
-                    Ok(Err(e)) => vec![row(name, format!("error: {e:#}"), "")],
-                    Err(panic) => vec![row(name, format!("error: {}", panic_text(&*panic)), "")],
-                }
+                guarded(|| check(&ctx))
+                    .unwrap_or_else(|e| vec![row(name, format!("error: {e:#}"), "")])
             };
             for r in &new {
                 ok &= !r.result.starts_with("error") && !r.result.contains("FAIL");
@@ -182,12 +197,48 @@ mod gpu {
         }
     }
 
-    fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
-        panic
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "panic".into())
+    /// Runs `f` with a panic turned into an error (tch's calls without `f_` panic on libtorch
+    /// errors, out of memory among them).
+    fn guarded<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+        catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+            let text = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "panic".into());
+            Err(anyhow!(text))
+        })
+    }
+
+    /// 262144 -> "262,144".
+    fn commas(n: usize) -> String {
+        let digits = n.to_string();
+        let mut out = String::new();
+        for (i, ch) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(ch);
+        }
+        out
+    }
+
+    /// "loss a → b over n steps" for the losses a timed loop read back.
+    fn loss_span(losses: &[f64]) -> String {
+        match (losses.first(), losses.last()) {
+            (Some(a), Some(b)) => format!("loss {a:.3} → {b:.3} over {} steps", losses.len()),
+            _ => String::new(),
+        }
+    }
+
+    /// Peak allocated and reserved memory since the last `shim::reset_peak`.
+    fn peak_memory(ctx: &Ctx) -> Result<String> {
+        let mem = shim::memory_stats(ctx.dev)?;
+        Ok(format!(
+            "{} MiB allocated, {} MiB reserved",
+            mem.peak_allocated >> 20,
+            mem.peak_reserved >> 20
+        ))
     }
 
     fn table(rows: &[Row]) -> String {
@@ -332,18 +383,20 @@ mod gpu {
         recipe: Recipe,
     }
 
-    fn build(ctx: &Ctx, scale: Scale) -> Result<Model> {
-        let recipe = Recipe::from_manifest_str(RECORD_1, scale, None)
-            .map_err(|e| anyhow!("records/01.toml: {e:#}"))?;
+    fn recipe((path, text): Manifest, scale: Scale) -> Result<Recipe> {
+        Recipe::from_manifest_str(text, scale, None).map_err(|e| anyhow!("{path}: {e:#}"))
+    }
+
+    fn build(ctx: &Ctx, manifest: Manifest, scale: Scale) -> Result<Model> {
+        let recipe = recipe(manifest, scale)?;
         tch::manual_seed(recipe.seed as i64);
         let vs = nn::VarStore::new(ctx.dev);
         let (model, params) = Gpt::new(vs.root(), &recipe, Kind::BFloat16);
         Ok(Model { _vs: vs, model, params, recipe })
     }
 
-    /// Random tokens `[rows, seq_len]` as inputs and targets.
-    fn batch(ctx: &Ctx, r: &Recipe, rows: i64) -> (Tensor, Tensor) {
-        let shape = [rows, r.seq_len as i64];
+    /// Random tokens of `shape` as inputs and targets.
+    fn batch(ctx: &Ctx, r: &Recipe, shape: [i64; 2]) -> (Tensor, Tensor) {
         let vocab = r.vocab_size as i64;
         (
             Tensor::randint(vocab, shape, (Kind::Int64, ctx.dev)),
@@ -361,9 +414,9 @@ mod gpu {
     }
 
     fn record_one(ctx: &Ctx) -> Result<Vec<Row>> {
-        let m = build(ctx, Scale::Full)?;
+        let m = build(ctx, RECORD_1, Scale::Full)?;
         let r = &m.recipe;
-        let (x, y) = batch(ctx, r, ctx.batch);
+        let (x, y) = batch(ctx, r, [ctx.batch, r.seq_len as i64]);
         let mut opt = AdamW::new(&m.params, r.beta1, r.beta2, r.eps, r.weight_decay);
         let mut losses = Vec::new();
         shim::reset_peak(ctx.dev)?;
@@ -377,7 +430,7 @@ mod gpu {
             zero_grads(&m.params);
             Ok(())
         })?;
-        let mem = shim::memory_stats(ctx.dev)?;
+        let mem = peak_memory(ctx)?;
         let fwd_bwd_ms = ctx.time_ms(|| {
             m.model.loss(&x, &y, &Default::default())?.f_backward()?;
             zero_grads(&m.params);
@@ -394,10 +447,7 @@ mod gpu {
         let tokens_per_s = tokens / (step_ms / 1e3);
         let mfu = flops_per_token * tokens_per_s / PEAK_FLOPS;
         let shape = format!("B{}×T{}", ctx.batch, r.seq_len);
-        let first_last = match (losses.first(), losses.last()) {
-            (Some(a), Some(b)) => format!("loss {a:.3} → {b:.3} over {} steps", losses.len()),
-            _ => String::new(),
-        };
+        let first_last = loss_span(&losses);
         Ok(vec![
             row(
                 format!("record #1 step (fwd+bwd+clip+AdamW), {shape}"),
@@ -431,11 +481,7 @@ mod gpu {
             ),
             row(
                 "record #1 peak memory",
-                format!(
-                    "{} MiB allocated, {} MiB reserved",
-                    mem.peak_allocated >> 20,
-                    mem.peak_reserved >> 20
-                ),
+                mem,
                 "caching allocator peaks over the full steps (shim memory_stats); probe: 16.5 GB at B16",
             ),
         ])
@@ -444,9 +490,9 @@ mod gpu {
     // ---- AdamW ----------------------------------------------------------------------------------
 
     fn adamw(ctx: &Ctx) -> Result<Vec<Row>> {
-        let m = build(ctx, Scale::Full)?;
+        let m = build(ctx, RECORD_1, Scale::Full)?;
         let r = &m.recipe;
-        let (x, y) = batch(ctx, r, 1);
+        let (x, y) = batch(ctx, r, [1, r.seq_len as i64]);
         m.model.loss(&x, &y, &Default::default())?.f_backward()?; // gradients to step with
         let mut ours = AdamW::new(&m.params, r.beta1, r.beta2, r.eps, r.weight_decay);
         let ours_ms = ctx.time_ms(|| {
@@ -519,9 +565,9 @@ mod gpu {
 
     impl SmallStep {
         fn new(ctx: &Ctx) -> Result<SmallStep> {
-            let m = build(ctx, Scale::Lab)?;
+            let m = build(ctx, RECORD_1, Scale::Lab)?;
             let r = &m.recipe;
-            let (x, y) = batch(ctx, r, r.batch_rows as i64);
+            let (x, y) = batch(ctx, r, [r.batch_rows as i64, r.seq_len as i64]);
             let opt = Fused::new(&m, ctx);
             Ok(SmallStep { m, x, y, opt })
         }
@@ -623,5 +669,283 @@ mod gpu {
             ),
             format!("captured {scope} on a side stream after warmup; {same}"),
         )])
+    }
+
+    // ---- record #29 at full shape -------------------------------------------------------------
+
+    /// Mean document length of the synthetic packed sequences (exponential; FineWeb's median
+    /// document is about 400 tokens).
+    const MEAN_DOC: f64 = 600.0;
+    /// Std of the random lm_head for the FP8 check (upstream's w scale 2^-9 fits |W| < 0.875).
+    const HEAD_STD: f64 = 0.02;
+
+    /// One packed sequence as record #29's loader makes it.
+    struct Packed {
+        /// [1, N] random token ids (inputs, targets).
+        x: Tensor,
+        y: Tensor,
+        docs: Docs,
+        n_docs: usize,
+        /// cu_seqlens entries, padding included.
+        slots: usize,
+    }
+
+    /// `n` random tokens in documents of random lengths clipped at max_doc_len (the recipe's
+    /// seq_len), the last one cut at `n`; cu_seqlens padded with `n` to padded_doc_slots(n).
+    fn packed(ctx: &Ctx, r: &Recipe, n: usize) -> Result<Packed> {
+        let mut rng = SplitMix64(29);
+        let (mut cu, mut end) = (vec![0i32], 0);
+        while end < n {
+            let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64; // [0, 1)
+            let len = ((-(1.0 - u).ln() * MEAN_DOC).ceil() as usize).clamp(1, r.seq_len);
+            end = (end + len).min(n);
+            cu.push(i32::try_from(end).context("document boundaries overflow int32")?);
+        }
+        let (n_docs, slots) = (cu.len() - 1, padded_doc_slots(n));
+        ensure!(n_docs < slots, "{n_docs} documents do not fit {slots} cu_seqlens entries");
+        cu.resize(slots, i32::try_from(n).context("tokens overflow int32")?);
+        let docs = Docs::new(&Tensor::from_slice(&cu).to(ctx.dev))?;
+        let (x, y) = batch(ctx, r, [1, n as i64]);
+        Ok(Packed { x, y, docs, n_docs, slots })
+    }
+
+    /// One window stage's measurement.
+    struct Stage {
+        ws: usize,
+        /// (long, short) in tokens.
+        windows: (i64, i64),
+        step: u64,
+        ms: f64,
+    }
+
+    fn windows_of(r: &Recipe) -> Result<&trainer::recipe::Windows> {
+        r.windows.as_ref().context("records/29.toml has no window schedule")
+    }
+
+    /// One rank's training step (8 ranks upstream) on one GPU at each window stage.
+    fn record_29(ctx: &Ctx) -> Result<Vec<Row>> {
+        let Model { _vs, model, params, recipe: r } = build(ctx, RECORD_29, Scale::Full)?;
+        let per_rank = r.batch_tokens / r.reference_ranks.max(1); // 49,152
+        let seq = packed(ctx, &r, per_rank)?;
+        let mut coll = dist::init(&RankEnv::single(), ctx.dev)?;
+        let mut opt = Optimizer::new(params, &r, Kind::BFloat16)?;
+        let w = windows_of(&r)?;
+        // train.rs's backward: the gradient of upstream's reduction="sum" over a rank's tokens.
+        let grad_mult = if r.loss_sum { per_rank as f64 } else { 1.0 };
+        let stages = w.schedule.len() as u64;
+        let (mut losses, mut timed) = (Vec::new(), Vec::new());
+        shim::reset_peak(ctx.dev)?;
+        for i in 0..stages {
+            // The first step of stage i: ws(step) = schedule[stages·step / (1 + steps)].
+            let step = (i * (r.steps + 1)).div_ceil(stages);
+            let windows = w.sizes(step, r.steps);
+            let fwd = Forward { docs: Some(seq.docs.clone()), windows, training: true };
+            let ms = ctx.time_ms(|| {
+                let loss = model.loss(&seq.x, &seq.y, &fwd)?;
+                (&loss * grad_mult).f_backward()?;
+                losses.push(loss.double_value(&[]));
+                opt.step(coll.as_mut(), &r, step, r.steps)?; // DistAdam + Muon, zeroes the grads
+                Ok(())
+            })?;
+            timed.push(Stage { ws: w.ws(step, r.steps), windows, step, ms });
+        }
+        let mem = peak_memory(ctx)?;
+        let join =
+            |f: &dyn Fn(&Stage) -> String| timed.iter().map(f).collect::<Vec<_>>().join(" / ");
+        let ws = join(&|t| t.ws.to_string());
+        let tokens = commas(per_rank);
+        Ok(vec![
+            row(
+                format!("record #29, 1 GPU, one rank's batch: step at ws {ws}"),
+                format!("{} ms/step", join(&|t| format!("{:.1}", t.ms))),
+                format!(
+                    "upstream 98.1 ms/step on 8xH100 (each rank this batch; FA3, torch.compile, \
+                     Triton NS); this is one rank's work with no communication (world 1, the \
+                     single backend). Step = fwd (FP8 head) + bwd of the summed loss + \
+                     Optimizer::step (DistAdam + Muon) + zero grads on one packed sequence of \
+                     {tokens} random tokens in {} documents (≤ {}, cu_seqlens padded to {}); \
+                     steps {} of {} give the windows {} (long/short); mean of {} steps after \
+                     {WARMUP} warmup per ws; {}",
+                    seq.n_docs,
+                    commas(r.seq_len),
+                    seq.slots,
+                    join(&|t| t.step.to_string()),
+                    commas(r.steps as usize),
+                    join(&|t| format!("{}/{}", t.windows.0, t.windows.1)),
+                    ctx.steps,
+                    loss_span(&losses)
+                ),
+            ),
+            row(
+                format!("record #29 throughput at ws {ws}"),
+                format!("{} tokens/s", join(&|t| format!("{:.0}", per_rank as f64 / (t.ms / 1e3)))),
+                format!(
+                    "{tokens} tokens per step; upstream 393,216 tokens in 98.1 ms = 4.0M tokens/s \
+                     on 8 GPUs, 501k per GPU"
+                ),
+            ),
+            row(
+                "record #29 peak memory",
+                mem,
+                "caching allocator peaks over the steps at every ws (shim memory_stats); \
+                 upstream logs ≈ 34,222 MiB allocated, ≈ 49,500 MiB reserved per rank",
+            ),
+        ])
+    }
+
+    /// The validation forward: one rank's 262,144 tokens, bf16 head, at the final eval's windows.
+    fn record_29_eval(ctx: &Ctx) -> Result<Vec<Row>> {
+        let m = build(ctx, RECORD_29, Scale::Full)?;
+        let r = &m.recipe;
+        let n = r.val_seq_len.context("records/29.toml has no val_seq_len")?;
+        let seq = packed(ctx, r, n)?;
+        let w = windows_of(r)?;
+        let windows = w.sizes(r.steps, r.steps);
+        let fwd = Forward { docs: Some(seq.docs.clone()), windows, training: false };
+        let mut loss = f64::NAN;
+        shim::reset_peak(ctx.dev)?;
+        // train.rs's evaluate: no_grad, the mean loss read back each call.
+        let ms = guarded(|| {
+            ctx.time_ms(|| {
+                loss = tch::no_grad(|| m.model.loss(&seq.x, &seq.y, &fwd))?.double_value(&[]);
+                Ok(())
+            })
+        });
+        let mem = peak_memory(ctx)?;
+        let logits_gb = (n * r.padded_vocab_size * 4) as f64 / 1e9;
+        let what = format!(
+            "one sequence, {} documents, training=false (bf16 head), no_grad, ws {} (windows \
+             {}/{}, the final eval's); the logits [{n}, {}] are {logits_gb:.1} GB in fp32",
+            seq.n_docs,
+            w.ws(r.steps, r.steps),
+            windows.0,
+            windows.1,
+            r.padded_vocab_size
+        );
+        let check = format!("record #29 eval forward, {} tokens", commas(n));
+        Ok(vec![match ms {
+            Ok(ms) => row(
+                check,
+                format!("{ms:.1} ms/call, peak {mem}"),
+                format!(
+                    "{what}; mean of {} calls after {WARMUP} warmup; loss {loss:.3}",
+                    ctx.steps
+                ),
+            ),
+            Err(e) => row(check, format!("error: {e:#}"), format!("{what}; peak {mem} by then")),
+        }])
+    }
+
+    /// ‖a − b‖ / ‖b‖ in fp32.
+    fn rel_err(a: &Tensor, b: &Tensor) -> f64 {
+        let (a, b) = (a.to_kind(Kind::Float), b.to_kind(Kind::Float));
+        ((a - &b).norm() / b.norm()).double_value(&[])
+    }
+
+    /// The FP8 lm_head against a bf16 matmul at one rank's training shape: forward and both
+    /// gradients for the same upstream gradient, and the time of each.
+    fn fp8_head(ctx: &Ctx) -> Result<Vec<Row>> {
+        let r = recipe(RECORD_29, Scale::Full)?;
+        let f = r.fp8_head.as_ref().context("records/29.toml has no fp8_head")?;
+        let cap = r.softcap.as_ref().context("records/29.toml has no softcap")?;
+        let s = Fp8Scales::for_width(r.n_embd, f.w_scale, f.grad_scale);
+        let n = (r.batch_tokens / r.reference_ranks.max(1)) as i64;
+        let (c, v) = (r.n_embd as i64, r.padded_vocab_size as i64);
+        let bf16 = Kind::BFloat16;
+        tch::manual_seed(29);
+        let x = rms_norm(&Tensor::randn([n, c], (bf16, ctx.dev)), r.ln_eps); // [N, C]
+        let w = Tensor::randn([v, c], (Kind::Float, ctx.dev)) * HEAD_STD; // [V, C]
+        let targets = Tensor::randint(r.vocab_size as i64, [n], (Kind::Int64, ctx.dev));
+        // Training's gradient of the logits: the summed CE through the softcap, at bf16 logits.
+        let g = {
+            let z = x.matmul(&w.to_kind(bf16).tr()).set_requires_grad(true); // [N, V]
+            softcap(&z, cap)
+                .cross_entropy_loss::<Tensor>(&targets, None, Reduction::Sum, -100, 0.0)
+                .f_backward()?;
+            z.grad()
+        };
+        // -> [logits, grad x, grad w]
+        let run = |fp8: bool| -> Result<[Tensor; 3]> {
+            let (xl, wl) = (x.detach().set_requires_grad(true), w.detach().set_requires_grad(true));
+            let out =
+                if fp8 { fp8_linear(&xl, &wl, &s)? } else { xl.matmul(&wl.to_kind(bf16).tr()) };
+            (&out * &g).sum(Kind::Float).f_backward()?;
+            Ok([out, xl.grad(), wl.grad()])
+        };
+        let (got, want) = (run(true)?, run(false)?);
+        let errs: Vec<f64> = got.iter().zip(&want).map(|(a, b)| rel_err(a, b)).collect();
+        let ok = if errs.iter().all(|&e| e < 0.1) { "ok" } else { "FAIL" };
+        drop((got, want));
+        let fp8_ms = ctx.time_ms(|| run(true).map(drop))?;
+        let bf16_ms = ctx.time_ms(|| run(false).map(drop))?;
+        let shape = format!("[{n}, {c}] × [{v}, {c}]");
+        Ok(vec![
+            row(
+                format!("FP8 head vs bf16: error, {shape}"),
+                format!(
+                    "rel err fwd {:.4}, grad_x {:.4}, grad_w {:.4} ({ok})",
+                    errs[0], errs[1], errs[2]
+                ),
+                format!(
+                    "fp8_linear (e4m3 x and W, e5m2 grad; scales √768/448, 2^-9, 1/448) against \
+                     a bf16 matmul's autograd on the same inputs: RMS-normed x, W ~ N(0, \
+                     {HEAD_STD}²), the gradient of the summed CE through the softcap over random \
+                     targets; rel err = ‖a − b‖/‖b‖; ok below 0.1"
+                ),
+            ),
+            row(
+                format!("FP8 head vs bf16: speed, {shape}"),
+                format!(
+                    "fwd+bwd fp8 {fp8_ms:.2} ms, bf16 {bf16_ms:.2} ms ({:.2}×)",
+                    bf16_ms / fp8_ms
+                ),
+                "mean of each after warmup; both include the (out·g).sum() that feeds the gradient",
+            ),
+        ])
+    }
+
+    /// Muon's Newton–Schulz on #29's matrix shapes: time per call and the singular values it
+    /// leaves.
+    fn newton_schulz(ctx: &Ctx) -> Result<Vec<Row>> {
+        let r = recipe(RECORD_29, Scale::Full)?;
+        let ns_steps = r.muon.as_ref().context("records/29.toml has no muon")?.ns_steps;
+        let c = r.n_embd as i64;
+        // c_fc and c_proj of every layer; qkvo_w of every layer with attention.
+        let attn = r.attn_layers.as_deref().unwrap_or("").chars().filter(|&l| l != '-').count();
+        let shapes = [(vec![c, 4 * c], 2 * r.n_layer), (vec![4, c, c], attn)];
+        let mut rows = Vec::new();
+        for (shape, count) in shapes {
+            tch::manual_seed(3);
+            let u = Tensor::randn(shape.as_slice(), (Kind::Float, ctx.dev)); // Muon's fp32 update
+            let ms = ctx.time_ms(|| {
+                let _ = orthogonalize(&u, ns_steps, Kind::BFloat16);
+                Ok(())
+            })?;
+            let o = orthogonalize(&u, ns_steps, Kind::BFloat16);
+            let (m, n) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+            let (_, sv, _) =
+                o.reshape([-1, m, n]).get(0).to_kind(Kind::Float).f_svd(true, false)?;
+            let [lo, hi, med] = [sv.min(), sv.max(), sv.median()].map(|t| t.double_value(&[]));
+            // The quintic maps [0, 1] into [0, 1.2024] (its maximum, at 0.5545), so σ stay
+            // below that plus bf16 rounding; most land near 1, a few that start near 0 stay low.
+            let ok = if hi <= 1.25 && (0.6..=1.25).contains(&med) { "ok" } else { "FAIL" };
+            rows.push(row(
+                format!("Muon Newton–Schulz (bf16), {count} × {shape:?}"),
+                format!(
+                    "{ms:.3} ms/call ({:.2} ms for {count}); σ ∈ [{lo:.3}, {hi:.3}], median \
+                     {med:.3}, max |σ−1| {:.3} ({ok})",
+                    ms * count as f64,
+                    (1.0 - lo).max(hi - 1.0)
+                ),
+                format!(
+                    "{ns_steps} NS5 steps (src/optim/newton_schulz.rs, baddbmm) on a Gaussian \
+                     fp32 matrix, one call per param as Muon makes at world 1 (upstream: Triton, \
+                     the params split over 8 ranks); σ of slice 0 in fp32 (svdvals); NS5 is not \
+                     exact: its quintic peaks at 1.2024 and σ that start near 0 stay small \
+                     (square Gaussians have some); ok: σ max ≤ 1.25, median in [0.6, 1.25]"
+                ),
+            ));
+        }
+        Ok(rows)
     }
 }
