@@ -1,16 +1,12 @@
 //! Data-parallel ranks: the rank environment, and the TCP backend with ranks as threads.
-use std::collections::HashMap;
+mod common;
+
+use common::{free_port, rank_env, vars};
 use std::net::TcpListener;
 use std::thread;
 use std::time::{Duration, Instant};
 use tch::{Device, Kind, Tensor};
 use trainer::dist::{self, Collectives, DistError, EnvError, Op, RankEnv, Source};
-
-fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-    let map: HashMap<String, String> =
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    move |k| map.get(k).cloned()
-}
 
 fn env_err(pairs: &[(&str, &str)]) -> String {
     RankEnv::from_vars(vars(pairs)).expect_err("the environment is invalid").to_string()
@@ -136,46 +132,15 @@ fn slurm_variables_are_read_and_a_missing_master_is_explained() {
     assert_eq!(RankEnv::from_vars(vars(&single_task)).unwrap().world, 1);
 }
 
-/// A free loopback port (released again; the rank-0 thread binds it right after).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn rank_env(rank: usize, world: usize, port: u16, timeout_s: u64) -> RankEnv {
-    let (r, w, p, t) =
-        (rank.to_string(), world.to_string(), port.to_string(), timeout_s.to_string());
-    let pairs = [
-        ("RANK", r.as_str()),
-        ("WORLD_SIZE", w.as_str()),
-        ("LOCAL_RANK", r.as_str()),
-        ("LOCAL_WORLD_SIZE", w.as_str()),
-        ("MASTER_ADDR", "127.0.0.1"),
-        ("MASTER_PORT", p.as_str()),
-        ("RECORDS_DIST_TIMEOUT_S", t.as_str()),
-    ];
-    RankEnv::from_vars(vars(&pairs)).unwrap()
-}
-
 /// Runs `body(rank, backend)` on `world` threads joined through the TCP backend.
 fn ranks<T: Send>(
     world: usize,
     timeout_s: u64,
     body: impl Fn(usize, Box<dyn Collectives>) -> T + Sync,
 ) -> Vec<T> {
-    let port = free_port();
-    thread::scope(|s| {
-        let handles: Vec<_> = (0..world)
-            .map(|rank| {
-                let body = &body;
-                s.spawn(move || {
-                    let coll = dist::init(&rank_env(rank, world, port, timeout_s), Device::Cpu)
-                        .expect("rendezvous");
-                    assert_eq!((coll.rank(), coll.world(), coll.backend()), (rank, world, "tcp"));
-                    body(rank, coll)
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    common::ranks(world, timeout_s, |rank, coll| {
+        assert_eq!((coll.rank(), coll.world(), coll.backend()), (rank, world, "tcp"));
+        body(rank, coll)
     })
 }
 

@@ -1,5 +1,8 @@
 //! Record #29's model parts (recipe/techniques.rs and their files under src/model/): the math of
 //! each against hand-derived values, the lab rule on #29's recipe, and the assembled model.
+mod common;
+
+use common::build;
 use std::path::Path;
 use tch::{nn, Device, Kind, Tensor};
 use trainer::data::packed::padded_doc_slots;
@@ -9,7 +12,7 @@ use trainer::model::params::ParamSet;
 use trainer::model::relu2_mlp::Relu2Mlp;
 use trainer::model::rotary::Rotary;
 use trainer::model::softcap::softcap;
-use trainer::model::{Ctx, Gpt};
+use trainer::model::Ctx;
 use trainer::recipe::{self, layers, Recipe, Scale, Softcap, Windows};
 
 const F64: (Kind, Device) = (Kind::Double, Device::Cpu);
@@ -152,13 +155,6 @@ fn bad_technique_keys_are_named() {
     assert!(err.contains("attn_layers") && err.contains("12 layers"), "{err}");
 }
 
-fn build(r: &Recipe) -> (Gpt, Vec<trainer::model::params::Param>, nn::VarStore) {
-    tch::manual_seed(0);
-    let vs = nn::VarStore::new(Device::Cpu);
-    let (gpt, params) = Gpt::new(vs.root(), r, Kind::Float);
-    (gpt, params, vs)
-}
-
 /// Spec §2.1: 275,743,576 parameters, and the scalars' layout.
 #[test]
 fn full_scale_parameter_count_and_scalars_match_the_spec() {
@@ -232,4 +228,48 @@ fn sliced_evaluation_loss_equals_the_whole() {
         (gpt.loss(&idx, &targets, &ctx).unwrap(), whole)
     });
     assert!(close(&sliced, &whole) < 1e-5, "{sliced:?} vs {whole:?}");
+}
+
+/// Upstream's untimed warmup trains on real batches, then puts model, optimizer and loader back:
+/// a run with it ends exactly where a run without it does.
+#[test]
+fn the_untimed_warmup_leaves_no_trace() {
+    use trainer::device::Target;
+    use trainer::dist::RankEnv;
+    use trainer::train::{run, RunConfig};
+    let dir = tempfile::tempdir().unwrap();
+    // Byte documents of 40-600 tokens, each after a BOS (256).
+    let mut rng = corpus::synthetic::SplitMix64(7);
+    let mut tokens = Vec::new();
+    while tokens.len() < 60_000 {
+        tokens.push(256u16);
+        let len = 40 + rng.below(560);
+        tokens.extend((0..len).map(|_| rng.below(256) as u16));
+    }
+    let (val, train) = (dir.path().join("x_val_000000.bin"), dir.path().join("x_train_000001.bin"));
+    corpus::shard::write_shard(&val, &tokens[..20_000]).unwrap();
+    corpus::shard::write_shard(&train, &tokens[20_000..]).unwrap();
+    let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/records/29.toml"));
+    let with = Recipe::from_manifest(path, Scale::Lab, Some(3)).unwrap();
+    assert_eq!(with.untimed_warmup, 1, "30 of 1,670 steps on a 3-step budget");
+    let mut with = with;
+    with.untimed_warmup = 3;
+    let without = Recipe { untimed_warmup: 0, ..with.clone() };
+    let final_val = |recipe: Recipe| {
+        run(&RunConfig {
+            recipe,
+            scale: Scale::Lab,
+            record: Some(29),
+            train_files: vec![train.clone()],
+            val_files: vec![val.clone()],
+            out: None,
+            target: Target::pick(true, 0),
+            ranks: RankEnv::single(),
+            header: vec![],
+        })
+        .unwrap()
+    };
+    let (a, b) = (final_val(with), final_val(without));
+    assert!(a.is_finite() && a < (320f64).ln(), "it trains: {a}");
+    assert_eq!(a.to_bits(), b.to_bits(), "with warmup {a}, without {b}");
 }

@@ -1,16 +1,11 @@
 //! The GPT of record #1: shapes, parameter count, loss at init, causality.
 mod common;
 
-use tch::{nn, Device, Kind, Tensor};
-use trainer::model::{Ctx, Gpt};
-use trainer::recipe::{Recipe, Scale};
+use common::build;
 
-fn build(r: &Recipe) -> (Gpt, Vec<trainer::model::params::Param>, nn::VarStore) {
-    tch::manual_seed(0);
-    let vs = nn::VarStore::new(Device::Cpu);
-    let (gpt, params) = Gpt::new(vs.root(), r, Kind::Float);
-    (gpt, params, vs)
-}
+use tch::{Device, Kind, Tensor};
+use trainer::model::Ctx;
+use trainer::recipe::{Recipe, Scale};
 
 /// GPT-2 small as llm.c counts it: 124,475,904 parameters with the vocabulary padded to 50,304.
 #[test]

@@ -1,11 +1,11 @@
 //! Record #29's optimizers: Newton–Schulz against a float64 reference, Muon and DistAdam
-//! against hand-computed steps, and the sharded steps over 1, 2 and 4 TCP ranks (threads).
+//! against hand-computed steps, and the sharded steps over 1, 2, 4 and 8 TCP ranks (threads).
+mod common;
+
+use common::ranks;
 use corpus::synthetic::SplitMix64;
-use std::collections::HashMap;
-use std::net::TcpListener;
-use std::thread;
 use tch::{Device, Kind, Tensor};
-use trainer::dist::{self, single::Single, Collectives, RankEnv};
+use trainer::dist::{single::Single, Collectives};
 use trainer::model::params::Param;
 use trainer::optim::dist_adam::{AdamConfig, DistAdam};
 use trainer::optim::muon::{Muon, MuonConfig};
@@ -166,51 +166,11 @@ fn dist_adam_two_steps_match_hand_computation() {
     assert_eq!(opt.params()[0].tensor.kind(), Kind::BFloat16);
 }
 
-fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-    let map: HashMap<String, String> =
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    move |k| map.get(k).cloned()
-}
-
-/// A free loopback port (released again; the rank-0 thread binds it right after).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn rank_env(rank: usize, world: usize, port: u16) -> RankEnv {
-    let (r, w, p) = (rank.to_string(), world.to_string(), port.to_string());
-    let pairs = [
-        ("RANK", r.as_str()),
-        ("WORLD_SIZE", w.as_str()),
-        ("LOCAL_RANK", r.as_str()),
-        ("LOCAL_WORLD_SIZE", w.as_str()),
-        ("MASTER_ADDR", "127.0.0.1"),
-        ("MASTER_PORT", p.as_str()),
-        ("RECORDS_DIST_TIMEOUT_S", "60"),
-    ];
-    RankEnv::from_vars(vars(&pairs)).unwrap()
-}
-
-/// Runs `body(rank, backend)` on `world` threads: the single backend for 1, else TCP.
-fn ranks<T: Send>(world: usize, body: impl Fn(usize, Box<dyn Collectives>) -> T + Sync) -> Vec<T> {
-    let port = free_port();
-    thread::scope(|s| {
-        let handles: Vec<_> = (0..world)
-            .map(|rank| {
-                let body = &body;
-                s.spawn(move || {
-                    let coll = dist::init(&rank_env(rank, world, port), Device::Cpu).unwrap();
-                    body(rank, coll)
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    })
-}
-
 /// Muon groups: (4,8)×3 and (8,4)×2 (not multiples of 2 or 4: padded chunks) and (2,3,5)×1.
 const MUON_SHAPES: [&[i64]; 6] = [&[4, 8], &[8, 4], &[4, 8], &[2, 3, 5], &[4, 8], &[8, 4]];
-const ADAM_SHAPES: [&[i64]; 3] = [&[8, 3], &[4], &[8, 16]];
+/// Adam shards dim 0 over the ranks: 8 rows split over 1, 2, 4 or 8 (upstream pads its scalars to
+/// a multiple of 8 for this).
+const ADAM_SHAPES: [&[i64]; 3] = [&[8, 3], &[8], &[8, 16]];
 
 /// Params `{prefix}{i}` of `shapes`, seeded from `seed`, lr_mul 1, 1.5, 2, ...
 fn params(prefix: &str, shapes: &[&[i64]], seed: u64) -> Vec<Param> {
@@ -250,9 +210,9 @@ fn values(opts: &(Muon, DistAdam)) -> Vec<Tensor> {
 }
 
 #[test]
-fn one_two_and_four_ranks_reach_the_same_parameters() {
+fn one_two_four_and_eight_ranks_reach_the_same_parameters() {
     let run = |world| {
-        ranks(world, |rank, mut coll| {
+        ranks(world, 60, |rank, mut coll| {
             let mut opts = optimizers();
             for s in 0..2 {
                 step(&mut opts, &mut *coll, s, rank, world);
@@ -266,7 +226,9 @@ fn one_two_and_four_ranks_reach_the_same_parameters() {
     for (a, b) in one[0].0.iter().zip(&initial) {
         assert!(max_diff(a, b) > 1e-3, "the steps must move every param");
     }
-    for (world, owned) in [(2, vec![4, 2]), (4, vec![3, 2, 1, 0])] {
+    for (world, owned) in
+        [(2, vec![4, 2]), (4, vec![3, 2, 1, 0]), (8, vec![3, 2, 1, 0, 0, 0, 0, 0])]
+    {
         let got = run(world);
         assert_eq!(got.iter().map(|r| r.1).collect::<Vec<_>>(), owned, "world {world}");
         for (rank, (vals, _)) in got.iter().enumerate() {
@@ -281,7 +243,7 @@ fn one_two_and_four_ranks_reach_the_same_parameters() {
 
 #[test]
 fn bad_shapes_are_refused_by_name() {
-    let errs = ranks(2, |_, mut coll| {
+    let errs = ranks(2, 60, |_, mut coll| {
         let p = param("lm_head.weight", data(&[3, 2], 1), 1.0);
         set_grad(&p, &data(&[3, 2], 2));
         let cfg = AdamConfig { lr: 0.01, beta1: 0.8, beta2: 0.95, eps: 1e-10, weight_decay: 0.0 };

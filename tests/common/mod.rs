@@ -1,6 +1,14 @@
 //! Shared by the trainer's integration tests: small recipes written as manifests.
 #![allow(dead_code)] // each test file uses a subset
 
+use std::collections::HashMap;
+use std::net::TcpListener;
+use std::thread;
+use tch::{nn, Device, Kind};
+use trainer::dist::RankEnv;
+use trainer::dist::{self, Collectives};
+use trainer::model::params::Param;
+use trainer::model::Gpt;
 use trainer::recipe::{Recipe, Scale};
 
 /// A manifest with record #1's full recipe and the given `[lab]` lines.
@@ -22,4 +30,62 @@ pub fn lab_recipe(overrides: &str) -> Recipe {
     let extra: toml::Table = toml::from_str(overrides).unwrap();
     lab.extend(extra);
     Recipe::from_manifest_str(&manifest(&toml::to_string(&lab).unwrap()), Scale::Lab, None).unwrap()
+}
+
+/// The GPT of `r` on CPU in fp32, from seed 0.
+pub fn build(r: &Recipe) -> (Gpt, Vec<Param>, nn::VarStore) {
+    tch::manual_seed(0);
+    let vs = nn::VarStore::new(Device::Cpu);
+    let (gpt, params) = Gpt::new(vs.root(), r, Kind::Float);
+    (gpt, params, vs)
+}
+
+/// An environment lookup over `pairs`, for `RankEnv::from_vars`.
+pub fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> =
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    move |k| map.get(k).cloned()
+}
+
+/// A free loopback port (released again; the rank-0 thread binds it right after).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Rank `rank` of `world` as torchrun would describe it, joining on `port` within `timeout_s`.
+pub fn rank_env(rank: usize, world: usize, port: u16, timeout_s: u64) -> RankEnv {
+    let (r, w, p, t) =
+        (rank.to_string(), world.to_string(), port.to_string(), timeout_s.to_string());
+    let pairs = [
+        ("RANK", r.as_str()),
+        ("WORLD_SIZE", w.as_str()),
+        ("LOCAL_RANK", r.as_str()),
+        ("LOCAL_WORLD_SIZE", w.as_str()),
+        ("MASTER_ADDR", "127.0.0.1"),
+        ("MASTER_PORT", p.as_str()),
+        ("RECORDS_DIST_TIMEOUT_S", t.as_str()),
+    ];
+    RankEnv::from_vars(vars(&pairs)).unwrap()
+}
+
+/// Runs `body(rank, backend)` on `world` threads joined over loopback (the single backend for 1,
+/// TCP otherwise), each giving up after `timeout_s`.
+pub fn ranks<T: Send>(
+    world: usize,
+    timeout_s: u64,
+    body: impl Fn(usize, Box<dyn Collectives>) -> T + Sync,
+) -> Vec<T> {
+    let port = free_port();
+    thread::scope(|s| {
+        let handles: Vec<_> = (0..world)
+            .map(|rank| {
+                let body = &body;
+                s.spawn(move || {
+                    let env = rank_env(rank, world, port, timeout_s);
+                    body(rank, dist::init(&env, Device::Cpu).expect("rendezvous"))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
 }

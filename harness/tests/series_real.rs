@@ -1,0 +1,45 @@
+//! The real series (records/ and patches/ of this repository, committed state): `series check`
+//! passes, and one corrupted hunk of patches/29.patch is reported with record, commit, file and
+//! hunk.
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
+}
+
+fn check(root: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_records"))
+        .args(["series", "check"])
+        .env("RECORDS_ROOT", root)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_real_series_checks_and_a_corrupted_hunk_of_29_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    git2::Repository::clone(repo().to_str().unwrap(), dir.path()).unwrap();
+    let out = check(dir.path());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}\n{text}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("ok   #1 ") && text.contains("ok   #29 "), "{text}");
+
+    let patch = dir.path().join("patches/29.patch");
+    let good = std::fs::read_to_string(&patch).unwrap();
+    let line = "+            (Some(s), true) => fp8_linear(x, w, s)?,\n";
+    assert_eq!(good.matches(line).count(), 1, "the corrupted line must be unique");
+    std::fs::write(&patch, good.replace(line, &line.replace("w, s", "w, t"))).unwrap();
+    let out = check(dir.path());
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    for part in [
+        "record #29",
+        "patches/29.patch",
+        "commit 4/",
+        "src/model/gpt.rs: hunk `@@ ",
+        "did not apply",
+    ] {
+        assert!(err.contains(part), "missing {part:?} in {err}");
+    }
+}
