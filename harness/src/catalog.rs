@@ -87,6 +87,9 @@ pub struct Evidence {
 pub struct Note {
     pub file: String,
     pub line: u32,
+    /// Text the line must contain, so `series check` catches a note left behind when code moves.
+    #[serde(default)]
+    pub anchor: Option<String>,
     pub text: String,
 }
 

@@ -1,6 +1,6 @@
 //! The real series (records/ and patches/ of this repository, committed state): `series check`
-//! passes, and one corrupted hunk of patches/29.patch is reported with record, commit, file and
-//! hunk.
+//! passes; a review note whose line moved away from its anchor, and one corrupted hunk of
+//! patches/29.patch, are each reported precisely.
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -24,6 +24,19 @@ fn the_real_series_checks_and_a_corrupted_hunk_of_29_is_named() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}\n{text}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("ok   #1 ") && text.contains("ok   #29 "), "{text}");
+
+    let manifest = dir.path().join("records/29.toml");
+    let notes = std::fs::read_to_string(&manifest).unwrap();
+    let anchor = "anchor = \"let grad_mult =\"";
+    assert_eq!(notes.matches(anchor).count(), 1);
+    std::fs::write(&manifest, notes.replace(anchor, "anchor = \"let grad_mult = 2\"")).unwrap();
+    let err = String::from_utf8_lossy(&check(dir.path()).stderr).to_string();
+    assert!(
+        err.contains("records/29.toml: note at src/train.rs:")
+            && err.contains("no longer holds \"let grad_mult = 2\""),
+        "{err}"
+    );
+    std::fs::write(&manifest, notes).unwrap();
 
     let patch = dir.path().join("patches/29.patch");
     let good = std::fs::read_to_string(&patch).unwrap();

@@ -108,7 +108,8 @@ fn first_difference(repo: &Repository, a: Oid, b: Oid) -> Result<String> {
     Ok(path.unwrap_or_else(|| "a file mode".into()))
 }
 
-/// Each review note must name a file of the record's tree and a line inside it.
+/// Each review note must name a file of the record's tree, a line inside it and, with an anchor,
+/// a line that still holds the anchor's text.
 fn check_notes(repo: &Repository, tree: Oid, manifest: &crate::catalog::Manifest) -> Result<()> {
     if manifest.notes.is_empty() {
         return Ok(());
@@ -119,11 +120,18 @@ fn check_notes(repo: &Repository, tree: Oid, manifest: &crate::catalog::Manifest
         let Some((_, data)) = files.get(&n.file) else {
             bail!("{where_}: the tree of #{} has no such file", manifest.record.number);
         };
-        let lines = String::from_utf8_lossy(data).lines().count();
-        if n.line as usize > lines {
+        let text = String::from_utf8_lossy(data);
+        let Some(line) = text.lines().nth(n.line as usize - 1) else {
             bail!(
-                "{where_}: the file has only {lines} lines in the tree of #{}",
+                "{where_}: the file has only {} lines in the tree of #{}",
+                text.lines().count(),
                 manifest.record.number
+            );
+        };
+        if let Some(anchor) = n.anchor.as_deref().filter(|a| !line.contains(a)) {
+            bail!(
+                "{where_}: the line no longer holds {anchor:?} (it reads {:?}); move the note",
+                line.trim()
             );
         }
     }
