@@ -273,3 +273,22 @@ fn the_untimed_warmup_leaves_no_trace() {
     assert!(a.is_finite() && a < (320f64).ln(), "it trains: {a}");
     assert_eq!(a.to_bits(), b.to_bits(), "with warmup {a}, without {b}");
 }
+
+/// The windowed attention always scales v by its learned lambda, so the scalars exist whenever
+/// it does, even without value embeddings, U-net or x0 lambdas.
+#[test]
+fn windowed_attention_alone_has_its_value_lambdas() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/records/29.toml"))
+        .unwrap()
+        .replace("value_embed_layers = \"012......012\"", "")
+        .replace("unet = true", "unet = false")
+        .replace("x0_lambdas = true", "x0_lambdas = false");
+    let r = Recipe::from_manifest_str(&text, Scale::Lab, None).unwrap();
+    assert!(r.value_embed_layers.is_none() && !r.unet && !r.x0_lambdas);
+    let (gpt, params, _) = build(&r);
+    assert!(params.iter().any(|p| p.name == "scalars"));
+    let idx = Tensor::randint(256, [1, 32], (Kind::Int64, Device::Cpu));
+    let docs = Docs::from_lengths(&[32], Device::Cpu).unwrap();
+    let ctx = Ctx { docs: Some(docs), windows: (8, 4), training: false };
+    assert_eq!(gpt.forward(&idx, &ctx).unwrap().size(), [1, 32, 320]);
+}

@@ -133,7 +133,8 @@ impl Gpt {
             ps.lr_mul(r.lr_mul.as_ref().map_or(1.0, |m| m.head));
             h
         });
-        let needs_scalars = r.x0_lambdas || r.unet || r.value_embed_layers.is_some();
+        // The windowed attention always scales v by its lambda (value embeddings ride on it).
+        let needs_scalars = r.x0_lambdas || r.unet || r.attn_layers.is_some();
         let scalars = needs_scalars.then(|| {
             Scalars::new(&mut ps, r.n_layer, r.lr_mul.as_ref().map_or(1.0, |m| m.scalars))
         });
