@@ -704,7 +704,7 @@ mod gpu {
         let (n_docs, slots) = (cu.len() - 1, padded_doc_slots(n));
         ensure!(n_docs < slots, "{n_docs} documents do not fit {slots} cu_seqlens entries");
         cu.resize(slots, i32::try_from(n).context("tokens overflow int32")?);
-        let docs = Docs::new(&Tensor::from_slice(&cu).to(ctx.dev))?;
+        let docs = Docs::from_offsets(&cu, ctx.dev)?;
         let (x, y) = batch(ctx, r, [1, n as i64]);
         Ok(Packed { x, y, docs, n_docs, slots })
     }

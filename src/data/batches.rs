@@ -18,7 +18,8 @@ pub struct Micro {
 
 impl Micro {
     fn packed(p: Packed) -> Result<Micro> {
-        let docs = Docs::new(&p.cu_seqlens).context("packed batch boundaries")?;
+        let docs = Docs::from_offsets(&p.cu_seqlens, p.inputs.device())
+            .context("packed batch boundaries")?;
         Ok(Micro { inputs: p.inputs, targets: p.targets, docs: Some(docs) })
     }
 }

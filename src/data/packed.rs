@@ -27,8 +27,9 @@ pub struct Packed {
     pub inputs: Tensor,
     /// [1, N] int64: the packed buffer shifted by one.
     pub targets: Tensor,
-    /// [padded_doc_slots(N)] int32 on the device: 0, the document ends (last = N), then N.
-    pub cu_seqlens: Tensor,
+    /// padded_doc_slots(N) offsets on the host: 0, the document ends (last = N), then N.
+    /// `attend::Docs::from_offsets` takes them to the device.
+    pub cu_seqlens: Vec<i32>,
 }
 
 /// Fixed cu_seqlens length for N tokens: upstream's `max_num_docs =
@@ -62,7 +63,7 @@ fn pack(buf: &[u16], cu: &[i32], device: Device) -> Packed {
     Packed {
         inputs: all.narrow(0, 0, n).view([1, n]).to(device),
         targets: all.narrow(0, 1, n).view([1, n]).to(device),
-        cu_seqlens: Tensor::from_slice(cu).to(device),
+        cu_seqlens: cu.to_vec(),
     }
 }
 
@@ -306,11 +307,11 @@ mod tests {
         assert_eq!(p.inputs.size(), [1, n as i64]);
         assert_eq!(ints(&p.inputs), buf[..n]);
         assert_eq!(ints(&p.targets), buf[1..]);
-        let cu = ints(&p.cu_seqlens);
+        let cu: Vec<i64> = p.cu_seqlens.iter().map(|&c| i64::from(c)).collect();
         assert_eq!(cu.len(), padded_doc_slots(n));
         assert_eq!(cu[..bounds.len()], *bounds);
         assert!(cu[bounds.len()..].iter().all(|&c| c == n as i64));
-        assert_eq!(Docs::new(&p.cu_seqlens).unwrap().total(), n as i64);
+        assert_eq!(Docs::from_offsets(&p.cu_seqlens, Device::Cpu).unwrap().total(), n as i64);
     }
 
     #[test]
@@ -339,7 +340,7 @@ mod tests {
             .unwrap();
         let bounds: Vec<i64> = (0..50).map(|k| k * 1000).chain([49_152]).collect();
         check(&p[0], &cat(&toks, &[(0, 49_153)]), &bounds);
-        assert_eq!(Docs::new(&p[0].cu_seqlens).unwrap().max_len(), 1000);
+        assert_eq!(Docs::from_offsets(&p[0].cu_seqlens, Device::Cpu).unwrap().max_len(), 1000);
     }
 
     #[test]
@@ -368,7 +369,7 @@ mod tests {
             shard(dir.path(), "a.bin", &lens(0), 10).0,
             shard(dir.path(), "b.bin", &lens(1), 31000).0,
         ];
-        let slots = |ranks: usize, accum: usize| -> Vec<Vec<(Vec<i64>, Vec<i64>)>> {
+        let slots = |ranks: usize, accum: usize| -> Vec<Vec<(Vec<i64>, Vec<i32>)>> {
             let mut ls: Vec<_> = (0..ranks)
                 .map(|r| BosLoader::new(&files, 64, 40, BOS, r, ranks).unwrap())
                 .collect();
@@ -378,7 +379,7 @@ mod tests {
                         ls.iter_mut().map(|l| l.next_step(accum, Device::Cpu).unwrap()).collect();
                     (0..ranks * accum)
                         .map(|s| &per[s % ranks][s / ranks])
-                        .map(|p| (ints(&p.inputs), ints(&p.cu_seqlens)))
+                        .map(|p| (ints(&p.inputs), p.cu_seqlens.clone()))
                         .collect()
                 })
                 .collect()

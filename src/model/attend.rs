@@ -34,22 +34,35 @@ impl Docs {
     /// measures its longest document, which flash needs; this reads the tensor to the host once.
     pub fn new(cu_seqlens: &Tensor) -> Result<Docs> {
         ensure!(
-            cu_seqlens.kind() == Kind::Int && cu_seqlens.dim() == 1 && cu_seqlens.size()[0] >= 2,
+            cu_seqlens.kind() == Kind::Int && cu_seqlens.dim() == 1,
             "document boundaries must be a 1-D int32 tensor of n_docs + 1 offsets, got {:?} {:?}",
             cu_seqlens.kind(),
             cu_seqlens.size()
         );
-        let bounds: Vec<i64> = Vec::<i32>::try_from(&cu_seqlens.to(Device::Cpu))
-            .context("reading document boundaries")?
-            .into_iter()
-            .map(i64::from)
-            .collect();
+        let offsets = Vec::<i32>::try_from(&cu_seqlens.to(Device::Cpu))
+            .context("reading document boundaries")?;
+        Docs::checked(&offsets, cu_seqlens.shallow_clone())
+    }
+
+    /// The same checks on host offsets, which are then copied to `device` once (a loader's
+    /// path: nothing is read back from the device).
+    pub fn from_offsets(offsets: &[i32], device: Device) -> Result<Docs> {
+        Docs::checked(offsets, Tensor::from_slice(offsets).to(device))
+    }
+
+    fn checked(offsets: &[i32], cu_seqlens: Tensor) -> Result<Docs> {
+        let bounds: Vec<i64> = offsets.iter().map(|&b| i64::from(b)).collect();
+        ensure!(
+            bounds.len() >= 2,
+            "document boundaries need n_docs + 1 >= 2 offsets, got {}",
+            bounds.len()
+        );
         ensure!(bounds[0] == 0, "document boundaries must start at 0, got {bounds:?}");
         if let Some(w) = bounds.windows(2).find(|w| w[1] < w[0]) {
             bail!("document boundaries must not decrease, got {} after {}", w[1], w[0]);
         }
         let max_len = bounds.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
-        Ok(Docs { cu_seqlens: cu_seqlens.shallow_clone(), bounds, max_len })
+        Ok(Docs { cu_seqlens, bounds, max_len })
     }
 
     /// Boundaries from document lengths, as an int32 tensor on `device`.
@@ -59,7 +72,7 @@ impl Docs {
             let end = i64::from(*cu.last().unwrap_or(&0)) + len;
             cu.push(i32::try_from(end).context("document boundaries overflow int32")?);
         }
-        Docs::new(&Tensor::from_slice(&cu).to(device))
+        Docs::from_offsets(&cu, device)
     }
 
     /// Tokens covered: the last boundary (must equal `B*T` of the attention's inputs).
