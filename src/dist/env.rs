@@ -128,15 +128,10 @@ fn torchrun(get: &impl Fn(&str) -> Option<String>) -> Result<RankEnv, EnvError> 
     let world = count("WORLD_SIZE", &need("WORLD_SIZE")?)?;
     let local_rank = count("LOCAL_RANK", &need("LOCAL_RANK")?)?;
     let local_world = count("LOCAL_WORLD_SIZE", &need("LOCAL_WORLD_SIZE")?)?;
-    let (master_addr, master_port) = if world > 1 {
-        let because = format!("WORLD_SIZE={world} needs rank 0's address");
-        let addr = get("MASTER_ADDR")
-            .ok_or(EnvError::Missing { var: "MASTER_ADDR", because: because.clone() })?;
-        let port = get("MASTER_PORT").ok_or(EnvError::Missing { var: "MASTER_PORT", because })?;
-        (addr, port_of(&port)?)
-    } else {
-        (String::new(), 0)
-    };
+    let (master_addr, master_port) = master(get, world, |var| EnvError::Missing {
+        var,
+        because: format!("WORLD_SIZE={world} needs rank 0's address"),
+    })?;
     let env = RankEnv {
         rank,
         world,
@@ -150,6 +145,21 @@ fn torchrun(get: &impl Fn(&str) -> Option<String>) -> Result<RankEnv, EnvError> 
     };
     validate(&env, ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"])?;
     Ok(env)
+}
+
+/// Rank 0's address and port (MASTER_ADDR, MASTER_PORT), needed only with more than one rank;
+/// `missing` explains an absent one in the launcher's terms.
+fn master(
+    get: &impl Fn(&str) -> Option<String>,
+    world: usize,
+    missing: impl Fn(&'static str) -> EnvError,
+) -> Result<(String, u16), EnvError> {
+    if world <= 1 {
+        return Ok((String::new(), 0));
+    }
+    let addr = get("MASTER_ADDR").ok_or_else(|| missing("MASTER_ADDR"))?;
+    let port = get("MASTER_PORT").ok_or_else(|| missing("MASTER_PORT"))?;
+    Ok((addr, port_of(&port)?))
 }
 
 fn slurm(get: &impl Fn(&str) -> Option<String>) -> Result<RankEnv, EnvError> {
@@ -167,14 +177,8 @@ fn slurm(get: &impl Fn(&str) -> Option<String>) -> Result<RankEnv, EnvError> {
         Some(v) => count("SLURM_NTASKS_PER_NODE", &v)?,
         None => tasks_per_node(&need("SLURM_TASKS_PER_NODE")?)?,
     };
-    let (master_addr, master_port) = if world > 1 {
-        let missing = |var| EnvError::SlurmMaster { var, procid: rank, ntasks: world };
-        let addr = get("MASTER_ADDR").ok_or_else(|| missing("MASTER_ADDR"))?;
-        let port = get("MASTER_PORT").ok_or_else(|| missing("MASTER_PORT"))?;
-        (addr, port_of(&port)?)
-    } else {
-        (String::new(), 0)
-    };
+    let (master_addr, master_port) =
+        master(get, world, |var| EnvError::SlurmMaster { var, procid: rank, ntasks: world })?;
     let env = RankEnv {
         rank,
         world,
