@@ -10,7 +10,7 @@
 #   - Muon's Newton-Schulz (bf16) on [768, 3072] and [4, 768, 768]: ms/call, singular values.
 #
 # Build on any machine (no GPU needed) and carry target/release/gpu-check along:
-#     cargo build --release -p trainer --features cuda --bin gpu-check
+#     cargo build --release -p gpu-check --features cuda
 # Then, from the repo root on the GPU machine (python3 with pip's torch 2.11 and its nvidia-*
 # wheels; no Rust toolchain):
 #     bash scripts/gpu-check.sh [gpu-check options, e.g. --batch 8]
@@ -26,7 +26,7 @@ RESULTS=${OUT:-$(mktemp -d)}
 mkdir -p "$RESULTS"
 die() { echo "gpu-check.sh: error: $*" >&2; exit 1; }
 
-[ -x "$BIN" ] || die "no binary at $BIN: build it with 'cargo build --release -p trainer --features cuda --bin gpu-check' and carry target/release/gpu-check"
+[ -x "$BIN" ] || die "no binary at $BIN: build it with 'cargo build --release -p gpu-check --features cuda' and carry target/release/gpu-check"
 
 echo "== torch (via $PY)"
 INFO=$(timeout 30 "$PY" -c 'import os, torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available()); print(os.path.dirname(torch.__file__))' 2>/dev/null) \

@@ -3,9 +3,12 @@
 //! Defaults are absent on purpose: a manifest spells out its whole recipe, so a typo or a missing
 //! key is an error naming the file, line and key instead of a silent default.
 use anyhow::{bail, ensure, Context, Result};
+use lab::LabRule;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+pub mod lab;
+pub mod registry;
 pub mod techniques;
 pub use techniques::*;
 
@@ -25,8 +28,7 @@ pub struct Recipe {
     pub ln_eps: f64,
     pub init_std: f64,
     // ---- data
-    /// "gpt2" (FineWeb shards) or "byte" (the lab corpus).
-    pub tokenizer: String,
+    pub tokenizer: Tokenizer,
     pub seq_len: usize,
     /// Rows per rank per micro-batch.
     pub batch_rows: usize,
@@ -123,6 +125,16 @@ pub struct Recipe {
     pub untimed_warmup: u64,
 }
 
+/// How text becomes token ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tokenizer {
+    /// GPT-2's BPE (FineWeb shards): 50,257 tokens, BOS 50256.
+    Gpt2,
+    /// One token per byte plus a document separator (the lab corpus).
+    Byte,
+}
+
 /// The two sizes a record runs at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -169,8 +181,9 @@ impl Recipe {
         Ok(recipe)
     }
 
-    /// The lab rule: take the override keys (`[lab]`, a step budget), then map every step-based schedule onto the lab
-    /// budget by the ratio of budgets.
+    /// The lab rule: take the override keys (`[lab]`, a step budget), then map every other key
+    /// by its rule in the registry: step counts by the ratio of budgets, per-layer patterns to
+    /// the lab's layers, token lengths with seq_len.
     fn shrink(&self, lab: &toml::Table) -> Result<Recipe> {
         let base = toml::Table::try_from(self)?;
         let mut merged = base.clone();
@@ -185,26 +198,19 @@ impl Recipe {
             }
             merged.insert(k.clone(), v.clone());
         }
-        let mut out = Recipe::deserialize(toml::Value::Table(merged))?;
-        let ratio = out.steps as f64 / self.steps as f64;
-        out.warmup_steps = map_steps(self.warmup_steps, ratio);
-        out.untimed_warmup = map_steps(self.untimed_warmup, ratio);
-        if let Some(m) = &mut out.muon {
-            m.momentum_warmup = map_steps(m.momentum_warmup, ratio);
-        }
-        // Per-layer patterns follow the layer count; token lengths follow seq_len.
-        for p in [&mut out.value_embed_layers, &mut out.attn_layers].into_iter().flatten() {
-            if p.chars().count() == self.n_layer {
-                *p = layers::resample(p, out.n_layer);
+        let out = Recipe::deserialize(toml::Value::Table(merged.clone()))?;
+        let rule = LabRule {
+            ratio: out.steps as f64 / self.steps as f64,
+            layers: (self.n_layer, out.n_layer),
+            seq_len: (self.seq_len, out.seq_len),
+            val_per_rank: out.val_tokens / out.reference_ranks.max(1),
+        };
+        for t in registry::REGISTRY {
+            if let Some(v) = merged.get_mut(t.key) {
+                rule.apply(t.lab, v);
             }
         }
-        let length = |n: usize| (n * out.seq_len / self.seq_len).max(1);
-        if let Some(w) = &mut out.windows {
-            w.block = length(w.block);
-        }
-        let val_per_rank = out.val_tokens / out.reference_ranks.max(1);
-        out.val_seq_len = out.val_seq_len.map(|n| length(n).min(val_per_rank));
-        Ok(out)
+        Ok(Recipe::deserialize(toml::Value::Table(merged))?)
     }
 
     /// Rows per micro-batch and micro-batches per optimizer step for one of `ranks` ranks. Fewer
@@ -234,7 +240,7 @@ impl Recipe {
     }
 
     fn validate(&self) -> Result<()> {
-        let checks: [(bool, &str); 10] = [
+        let checks: [(bool, &str); 9] = [
             (self.n_embd.is_multiple_of(self.n_head), "n_embd must be a multiple of n_head"),
             (self.padded_vocab_size >= self.vocab_size, "padded_vocab_size must be >= vocab_size"),
             (self.seq_len <= self.max_seq_len, "seq_len must be <= max_seq_len"),
@@ -247,10 +253,6 @@ impl Recipe {
             ),
             ((0.0..=1.0).contains(&self.min_lr_frac), "min_lr_frac must be in [0, 1]"),
             (self.val_every > 0, "val_every must be positive"),
-            (
-                matches!(self.tokenizer.as_str(), "gpt2" | "byte"),
-                "tokenizer must be \"gpt2\" or \"byte\"",
-            ),
         ];
         for (ok, msg) in checks {
             if !ok {
@@ -263,9 +265,28 @@ impl Recipe {
         self.validate_techniques()
     }
 
-    /// The combinations the model supports: the techniques of upstream's modern attention block
-    /// ride on `attn_layers`, the packed loader on `windows`.
+    /// The keys after record #1 that are on: present, and not their default.
+    pub fn techniques_on(&self) -> Result<Vec<&'static str>> {
+        let all = toml::Table::try_from(self)?;
+        let mut off = all.clone();
+        off.retain(|k, _| registry::entry(k).is_none_or(|t| !t.is_technique()));
+        let off = toml::Table::try_from(Recipe::deserialize(toml::Value::Table(off))?)?;
+        Ok(registry::REGISTRY
+            .iter()
+            .filter(|t| t.is_technique() && all.get(t.key) != off.get(t.key))
+            .map(|t| t.key)
+            .collect())
+    }
+
+    /// The combinations the model supports: each key on has the keys it needs (the registry),
+    /// and its values fit the model. Checked once, when the recipe is read.
     fn validate_techniques(&self) -> Result<()> {
+        let on = self.techniques_on()?;
+        for t in registry::REGISTRY.iter().filter(|t| on.contains(&t.key)) {
+            if let Some(need) = t.needs.iter().find(|n| !on.contains(n)) {
+                bail!("recipe: {} needs {need} (see src/recipe/registry.rs)", t.key);
+            }
+        }
         let l = self.n_layer;
         for (key, p, ok) in [
             ("attn_layers", &self.attn_layers, "LS-"),
@@ -278,25 +299,6 @@ impl Recipe {
                 );
             }
         }
-        let modern = self.attn_layers.is_some();
-        let needs_modern = [
-            ("rotary", self.rotary.is_some()),
-            ("qk_norm", self.qk_norm),
-            ("value_embed_layers", self.value_embed_layers.is_some()),
-            ("attn_scale", self.attn_scale.is_some()),
-            ("attn_gate", self.attn_gate.is_some()),
-            ("windows", self.windows.is_some()),
-            ("x0_lambdas", self.x0_lambdas),
-            ("unet", self.unet),
-        ];
-        for (key, on) in needs_modern {
-            ensure!(!on || modern, "recipe: {key} needs attn_layers (the modern attention block)");
-        }
-        ensure!(
-            modern == self.windows.is_some() && modern == (self.loader == Loader::Bos),
-            "recipe: attn_layers, windows and loader = \"bos\" go together"
-        );
-        ensure!(!modern || self.rotary.is_some(), "recipe: attn_layers needs rotary");
         ensure!(!self.unet || l.is_multiple_of(2), "recipe: unet needs an even n_layer");
         if let Some(w) = &self.windows {
             ensure!(
@@ -307,19 +309,6 @@ impl Recipe {
         if let Some(g) = self.attn_gate {
             ensure!(g <= self.n_embd, "recipe: attn_gate reads more channels than n_embd");
         }
-        ensure!(
-            self.fp8_head.is_none() || self.untied_head,
-            "recipe: fp8_head needs untied_head (the head is its own matrix)"
-        );
-        ensure!(
-            self.loader == Loader::Rows || self.val_seq_len.is_some(),
-            "recipe: loader = \"bos\" needs val_seq_len"
-        );
         Ok(())
     }
-}
-
-/// A step count on another budget: rounded, and never mapped to 0 unless it was 0.
-fn map_steps(steps: u64, ratio: f64) -> u64 {
-    ((steps as f64 * ratio).round() as u64).max(u64::from(steps > 0))
 }

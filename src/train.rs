@@ -12,6 +12,7 @@ use crate::device::Target;
 use crate::dist::{self, Collectives, Op, RankEnv};
 use crate::model::{Ctx, Gpt};
 use crate::optim::optimizer::{Optimizer, StepInfo};
+use crate::optim::schedule::{Plan, Schedule};
 use crate::recipe::{Loader, Recipe, Scale};
 use crate::runlog::{Metric, RunLog, Summary};
 use anyhow::{bail, Result};
@@ -69,28 +70,28 @@ pub fn run(cfg: &RunConfig) -> Result<f64> {
         coll.backend()
     ))?;
 
-    let steps = r.steps;
+    let schedule = Schedule::new(r);
+    let steps = schedule.steps();
     let mut step_ctx = StepCtx { model: &model, r, accum, dev, coll: coll.as_mut() };
     // Upstream's explicit warmup: real steps, cycling every window size, then everything reset.
-    if r.untimed_warmup > 0 {
+    if schedule.untimed_warmup() > 0 {
         let saved = opt.save();
         let mut train = new_loader()?;
-        for i in 0..r.untimed_warmup {
-            let windows = warmup_windows(r, i);
-            step_ctx.train_step(&mut train, &mut opt, 0, windows)?;
+        for i in 0..schedule.untimed_warmup() {
+            step_ctx.train_step(&mut train, &mut opt, &schedule.warmup(i))?;
         }
         opt.restore(&saved)?;
     }
     let mut train = new_loader()?;
     // llm.c leaves step 0 out of the clock as its kernel warmup; with an explicit warmup every
     // step counts.
-    let first_timed = u64::from(r.untimed_warmup == 0);
+    let first_timed = u64::from(schedule.untimed_warmup() == 0);
     let (mut train_ms, mut val_loss) = (0.0f64, f64::NAN);
     for step in 0..=steps {
         let last = step == steps;
-        let windows = r.windows.as_ref().map_or((0, 0), |w| w.sizes(step, steps));
+        let plan = schedule.at(step);
         if last || step % r.val_every == 0 {
-            let local = evaluate(&model, &val, cfg.target, windows)?;
+            let local = evaluate(&model, &val, cfg.target, plan.windows)?;
             val_loss = mean_over_ranks(step_ctx.coll, local)?;
             if !val_loss.is_finite() {
                 bail!("step {step}: val loss is {val_loss}; stopping");
@@ -106,7 +107,7 @@ pub fn run(cfg: &RunConfig) -> Result<f64> {
         }
 
         let t0 = Instant::now();
-        let (loss, info) = step_ctx.train_step(&mut train, &mut opt, step, windows)?;
+        let (loss, info) = step_ctx.train_step(&mut train, &mut opt, &plan)?;
         cfg.target.sync();
         if step >= first_timed {
             train_ms += t0.elapsed().as_secs_f64() * 1e3;
@@ -147,14 +148,6 @@ pub fn run(cfg: &RunConfig) -> Result<f64> {
     Ok(val_loss)
 }
 
-/// The windows of untimed warmup step `i`: the schedule's sizes in turn, so each is exercised.
-fn warmup_windows(r: &Recipe, i: u64) -> (i64, i64) {
-    r.windows.as_ref().map_or((0, 0), |w| {
-        let ws = w.schedule[i as usize % w.schedule.len()];
-        ((ws * w.block) as i64, (ws / 2 * w.block) as i64)
-    })
-}
-
 /// What a training step needs besides its data and optimizer.
 struct StepCtx<'a> {
     model: &'a Gpt,
@@ -171,8 +164,7 @@ impl StepCtx<'_> {
         &mut self,
         train: &mut Train,
         opt: &mut Optimizer,
-        step: u64,
-        windows: (i64, i64),
+        plan: &Plan,
     ) -> Result<(f64, StepInfo)> {
         let r = self.r;
         // Upstream's reduction="sum": the gradient of the summed loss over each reference rank's
@@ -181,16 +173,16 @@ impl StepCtx<'_> {
             if r.loss_sum { (r.batch_tokens / r.reference_ranks.max(1)) as f64 } else { 1.0 };
         let mut loss_sum = 0.0;
         for batch in train.next_step(self.accum, self.dev)? {
-            let ctx = Ctx { docs: batch.docs, windows, training: true };
+            let ctx = Ctx { docs: batch.docs, windows: plan.windows, training: true };
             let loss = self.model.loss(&batch.inputs, &batch.targets, &ctx)?;
             (&loss * (grad_mult / self.accum as f64)).backward();
             loss_sum += loss.double_value(&[]);
         }
         let loss = mean_over_ranks(self.coll, loss_sum / self.accum as f64)?;
         if !loss.is_finite() {
-            bail!("step {}: train loss is {loss}; stopping", step + 1);
+            bail!("step {}: train loss is {loss}; stopping", plan.step + 1);
         }
-        let info = opt.step(self.coll, r, step, r.steps)?;
+        let info = opt.step(self.coll, plan)?;
         Ok((loss, info))
     }
 }

@@ -8,12 +8,12 @@ use tch::{nn, Device, Kind, Tensor};
 use trainer::data::packed::padded_doc_slots;
 use trainer::model::attend::Docs;
 use trainer::model::norm::rms_norm;
-use trainer::model::params::ParamSet;
+use trainer::model::params::{Group, Opt, ParamSet, Storage};
 use trainer::model::relu2_mlp::Relu2Mlp;
 use trainer::model::rotary::Rotary;
 use trainer::model::softcap::softcap;
 use trainer::model::Ctx;
-use trainer::recipe::{self, layers, Recipe, Scale, Softcap, Windows};
+use trainer::recipe::{self, lab, Recipe, Scale, Softcap, Windows};
 
 const F64: (Kind, Device) = (Kind::Double, Device::Cpu);
 
@@ -81,9 +81,10 @@ fn rms_norm_divides_by_the_root_mean_square_in_fp32() {
 #[test]
 fn relu2_mlp_squares_the_positive_part_and_starts_at_zero_with_zero_proj() {
     let vs = nn::VarStore::new(Device::Cpu);
+    let g = Group { opt: Opt::Muon, lr_mul: 1.0, decay: true, storage: Storage::Fp32 };
     let mut ps = ParamSet::new(vs.root());
-    let mlp = Relu2Mlp::new(&mut ps, "mlp", 4, 0.5, false);
-    let params = ps.into_params();
+    let mlp = Relu2Mlp::new(&mut ps, "mlp", 4, 0.5, false, g);
+    let params = ps.into_params(Kind::Float);
     let (fc, proj) = (&params[0].tensor, &params[1].tensor);
     assert_eq!((fc.size(), proj.size()), (vec![4, 16], vec![4, 16]), "both stored [C, 4C]");
     let x = Tensor::randn([2, 3, 4], (Kind::Float, Device::Cpu));
@@ -93,7 +94,7 @@ fn relu2_mlp_squares_the_positive_part_and_starts_at_zero_with_zero_proj() {
     let want = (&h * h.gt(0.0)).square().matmul(&pd.tr());
     assert!(close(&mlp.forward(&x), &want) < 1e-5);
     let mut ps = ParamSet::new(vs.root().sub("z"));
-    let zero = Relu2Mlp::new(&mut ps, "mlp", 4, 0.5, true);
+    let zero = Relu2Mlp::new(&mut ps, "mlp", 4, 0.5, true, g);
     assert_eq!(zero.forward(&x).abs().max().double_value(&[]), 0.0);
 }
 
@@ -124,14 +125,15 @@ fn window_schedule_matches_the_spec_table() {
 
 #[test]
 fn layer_patterns_resample_to_the_centre_of_each_slice() {
-    assert_eq!(layers::resample("LSSSLSS-SSSL", 4), "SL-S");
-    assert_eq!(layers::resample("012......012", 4), "1..1");
-    assert_eq!(layers::resample("LSSSLSS-SSSL", 12), "LSSSLSS-SSSL");
-    assert_eq!(layers::resample("LS", 4), "LLSS");
+    assert_eq!(lab::resample("LSSSLSS-SSSL", 4), "SL-S");
+    assert_eq!(lab::resample("012......012", 4), "1..1");
+    assert_eq!(lab::resample("LSSSLSS-SSSL", 12), "LSSSLSS-SSSL");
+    assert_eq!(lab::resample("LS", 4), "LLSS");
 }
 
 #[test]
 fn record_29_lab_recipe_follows_the_common_rule() {
+    // The registry's rule for every key: step counts, layer patterns, token lengths.
     let full = record_29(Scale::Full);
     let lab = record_29(Scale::Lab);
     assert_eq!((lab.n_layer, lab.n_embd, lab.seq_len, lab.steps), (4, 256, 256, 250));
@@ -173,11 +175,42 @@ fn full_scale_parameter_count_and_scalars_match_the_spec() {
     let b = get("blocks.0.attn.qkvo_w").get(0).abs().max().double_value(&[]);
     assert!(b <= 0.03125 && b > 0.03, "U(+-0.03125), max {b}");
     assert!(params.iter().all(|p| !p.name.starts_with("blocks.7.attn")), "no attention in 7");
-    let lr_mul = |name: &str| params.iter().find(|p| p.name == name).unwrap().lr_mul;
+    let group = |name: &str| params.iter().find(|p| p.name == name).unwrap().group;
+    let lr_mul = |name: &str| group(name).lr_mul;
     assert_eq!(
         (lr_mul("embed"), lr_mul("value_embeds.2"), lr_mul("lm_head"), lr_mul("scalars")),
         (75.0, 75.0, 1.0, 5.0)
     );
+    // Tagged at creation: Muon takes exactly the matrices inside the blocks.
+    for p in &params {
+        let hidden = p.name.starts_with("blocks.") && p.tensor.dim() >= 2;
+        assert_eq!(p.group.opt == Opt::Muon, hidden, "{}", p.name);
+        assert_eq!(p.group.opt == Opt::Adam, !hidden, "{}", p.name);
+    }
+    assert_eq!(group("value_embeds.0").storage, Storage::Bf16OnCuda);
+    assert_eq!(group("lm_head").storage, Storage::Fp32);
+}
+
+/// Each technique reserves its slice of the scalar bank; #29's layout is upstream's.
+#[test]
+fn record_29_scalar_layout_is_reserved_in_build_order() {
+    let (gpt, _, _) = build(&record_29(Scale::Full));
+    let layout: Vec<(&str, usize, usize)> =
+        gpt.scalar_layout().iter().map(|e| (e.name.as_str(), e.at, e.init.len())).collect();
+    assert_eq!(
+        layout,
+        [("skip", 0, 12), ("block_lambdas", 12, 24), ("value_lambdas", 36, 24), ("padding", 60, 4)]
+    );
+    // Without U-net and x0 lambdas only the value lambdas remain, padded to 8.
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/records/29.toml"))
+        .unwrap()
+        .replace("unet = true", "unet = false")
+        .replace("x0_lambdas = true", "x0_lambdas = false");
+    let r = Recipe::from_manifest_str(&text, Scale::Lab, None).unwrap();
+    let (gpt, _, _) = build(&r);
+    let names: Vec<(&str, usize)> =
+        gpt.scalar_layout().iter().map(|e| (e.name.as_str(), e.init.len())).collect();
+    assert_eq!(names, [("value_lambdas", 8)]);
 }
 
 /// Tokens attend only inside their document and window; changing a token moves nothing before

@@ -20,7 +20,7 @@ fn full_scale_parameter_count_matches_llmc() {
     let n: i64 = params.iter().map(|p| p.tensor.numel() as i64).sum();
     assert_eq!(n, 124_475_904);
     // Weight decay on 2-D tensors only: wte, wpe and 4 matrices per layer.
-    assert_eq!(params.iter().filter(|p| p.decay).count(), 2 + 4 * 12);
+    assert_eq!(params.iter().filter(|p| p.group.decay).count(), 2 + 4 * 12);
 }
 
 #[test]

@@ -6,10 +6,12 @@ use common::ranks;
 use corpus::synthetic::SplitMix64;
 use tch::{Device, Kind, Tensor};
 use trainer::dist::{single::Single, Collectives};
-use trainer::model::params::Param;
+use trainer::model::params::{Group, Opt, Param, Storage};
 use trainer::optim::dist_adam::{AdamConfig, DistAdam};
 use trainer::optim::muon::{Muon, MuonConfig};
 use trainer::optim::newton_schulz::{orthogonalize, NS5};
+
+const F64: (Kind, Device) = (Kind::Double, Device::Cpu);
 
 /// Uniform [-1, 1) fp32 values, the same on every thread for the same seed.
 fn data(shape: &[i64], seed: u64) -> Tensor {
@@ -28,7 +30,11 @@ fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
 fn param(name: &str, values: Tensor, lr_mul: f64) -> Param {
     let tensor = values.set_requires_grad(true);
     (&tensor * 0.0).sum(Kind::Float).backward();
-    Param { name: name.into(), tensor, decay: false, lr_mul }
+    Param {
+        name: name.into(),
+        tensor,
+        group: Group { opt: Opt::Adam, lr_mul, decay: true, storage: Storage::Fp32 },
+    }
 }
 
 fn set_grad(p: &Param, g: &Tensor) {
@@ -164,6 +170,50 @@ fn dist_adam_two_steps_match_hand_computation() {
     opt.step(&mut Single, 1.0).unwrap();
     assert!(opt.save()[1..].iter().all(|s| s.kind() == Kind::BFloat16));
     assert_eq!(opt.params()[0].tensor.kind(), Kind::BFloat16);
+}
+
+/// A bf16 param's moments and update are computed in fp32 and rounded once into bf16, as
+/// upstream's compiled step does (rounding g·(1−β1) and g²·(1−β2) to bf16 first loses bits).
+#[test]
+fn dist_adam_rounds_bf16_state_once() {
+    let cfg = AdamConfig { lr: 0.01, beta1: 0.8, beta2: 0.95, eps: 1e-10, weight_decay: 0.0 };
+    let p0 = data(&[64, 4], 3).to_kind(Kind::BFloat16);
+    let (g1, g2) = (data(&[64, 4], 4), data(&[64, 4], 5));
+    let mut opt = DistAdam::new(vec![param("embed", p0.copy(), 1.0)], cfg).unwrap();
+    // float64 reference of "fp32 arithmetic, one rounding to bf16 per state and step".
+    let round = |x: &Tensor| x.to_kind(Kind::BFloat16).to_kind(Kind::Double);
+    let (mut m, mut v) = (Tensor::zeros([64, 4], F64), Tensor::zeros([64, 4], F64));
+    let mut p = p0.to_kind(Kind::Double);
+    let mut naive_m = Tensor::zeros([64, 4], (Kind::BFloat16, Device::Cpu));
+    for (t, g) in [(1, &g1), (2, &g2)] {
+        let gb = g.to_kind(Kind::BFloat16);
+        set_grad(&opt.params()[0], &gb);
+        opt.step(&mut Single, 1.0).unwrap();
+        let g = gb.to_kind(Kind::Double);
+        m = round(&(&m * 0.8 + &g * 0.2));
+        v = round(&(&v * 0.95 + &g * &g * 0.05));
+        let bias = (1.0 - 0.95f64.powi(t)).sqrt() / (1.0 - 0.8f64.powi(t));
+        p = round(&(&p - &m / (v.sqrt() + 1e-10) * (0.01 * bias)));
+        naive_m = &naive_m * 0.8 + &gb * 0.2; // bf16 all the way: two extra roundings
+    }
+    let state = opt.save();
+    let ulp = |x: &Tensor| x.abs().to_kind(Kind::Double) / 128.0 + 1e-30;
+    let within = |a: &Tensor, b: &Tensor| {
+        let d = (a.to_kind(Kind::Double) - b).abs();
+        d.le_tensor(&ulp(b)).all().int64_value(&[]) == 1
+    };
+    assert!(within(&state[1], &m), "m rounded once");
+    assert!(within(&state[2], &v), "v rounded once");
+    assert!(within(&opt.params()[0].tensor, &p), "param rounded once");
+    let exact = |a: &Tensor, b: &Tensor| {
+        a.to_kind(Kind::Double)
+            .eq_tensor(b)
+            .to_kind(Kind::Double)
+            .mean(Kind::Double)
+            .double_value(&[])
+    };
+    let (ours, naive) = (exact(&state[1], &m), exact(&naive_m, &m));
+    assert!(ours > 0.95 && naive < ours, "exact m: ours {ours}, bf16 arithmetic {naive}");
 }
 
 /// Muon groups: (4,8)×3 and (8,4)×2 (not multiples of 2 or 4: padded chunks) and (2,3,5)×1.

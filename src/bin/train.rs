@@ -1,12 +1,15 @@
 //! `train`: run one record's recipe. The `records` CLI launches it; it also runs by hand:
 //!
 //!   train --manifest records/01.toml --scale lab --data data/default --out /tmp/run
+//!   train --manifest records/29.toml --scale lab --print-schedule   # or --print-layout, --print-recipe
 use anyhow::{Context, Result};
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use trainer::device::Target;
 use trainer::dist::RankEnv;
+use trainer::model::Gpt;
+use trainer::optim::schedule::Schedule;
 use trainer::recipe::{Recipe, Scale};
 use trainer::train::{run, RunConfig};
 
@@ -20,8 +23,8 @@ struct Args {
     #[arg(long, value_enum)]
     scale: ScaleArg,
     /// Folder with *_train_*.bin and *_val_*.bin shards.
-    #[arg(long)]
-    data: PathBuf,
+    #[arg(long, required_unless_present_any = ["print_recipe", "print_layout", "print_schedule"])]
+    data: Option<PathBuf>,
     /// Folder for train.log, metrics.jsonl, summary.json and recipe.toml.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -37,6 +40,15 @@ struct Args {
     /// Extra `key=value` header lines for the log (tree id, record number, ...).
     #[arg(long = "header", value_parser = parse_kv)]
     headers: Vec<(String, String)>,
+    /// Print the recipe that runs at this scale (after the lab rule) as TOML, and exit.
+    #[arg(long)]
+    print_recipe: bool,
+    /// Print the scalar bank's layout (name, range, init) of the built model, and exit.
+    #[arg(long)]
+    print_layout: bool,
+    /// Print the schedule's table (lr, momentum, windows at every stage), and exit.
+    #[arg(long)]
+    print_schedule: bool,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -80,10 +92,28 @@ fn main_inner(args: Args, ranks: RankEnv) -> Result<()> {
     if let Some(seed) = args.seed {
         recipe.seed = seed;
     }
+    if args.print_recipe {
+        print!("{}", toml::to_string(&recipe)?);
+        return Ok(());
+    }
+    if args.print_schedule {
+        print!("{}", Schedule::new(&recipe).table(recipe.val_every));
+        return Ok(());
+    }
+    if args.print_layout {
+        let vs = tch::nn::VarStore::new(tch::Device::Cpu);
+        let (gpt, _) = Gpt::new(vs.root(), &recipe, tch::Kind::Float);
+        println!("name\tfrom\tto\tinit");
+        for e in gpt.scalar_layout() {
+            let init: Vec<String> = e.init.iter().map(f32::to_string).collect();
+            println!("{}\t{}\t{}\t{}", e.name, e.at, e.at + e.init.len(), init.join(" "));
+        }
+        return Ok(());
+    }
+    let data = args.data.context("--data is needed to train")?;
     let target = Target::pick(args.cpu, ranks.local_rank);
-    let train_files =
-        corpus::shard::shard_files(&args.data, "train").context("finding train shards")?;
-    let val_files = corpus::shard::shard_files(&args.data, "val").context("finding val shards")?;
+    let train_files = corpus::shard::shard_files(&data, "train").context("finding train shards")?;
+    let val_files = corpus::shard::shard_files(&data, "val").context("finding val shards")?;
     let record = args.manifest.file_stem().and_then(|s| s.to_str()).and_then(|s| s.parse().ok());
     let mut header = vec![
         ("record".to_string(), record.map_or("?".into(), |n: u32| n.to_string())),
@@ -91,7 +121,7 @@ fn main_inner(args: Args, ranks: RankEnv) -> Result<()> {
         ("device".to_string(), target.describe()),
         ("ranks".to_string(), ranks.world.to_string()),
         ("libtorch".to_string(), "2.11.0 (tch 0.24)".to_string()),
-        ("data".to_string(), args.data.display().to_string()),
+        ("data".to_string(), data.display().to_string()),
     ];
     header.extend(args.headers);
     header.push(("recipe".to_string(), serde_json::to_string(&recipe)?));

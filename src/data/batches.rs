@@ -3,7 +3,7 @@
 use super::loader::{TrainLoader, ValLoader};
 use super::packed::{BosLoader, Packed, PackedVal};
 use crate::model::attend::Docs;
-use crate::recipe::{Loader, Recipe};
+use crate::recipe::{Loader, Recipe, Tokenizer};
 use anyhow::{Context, Result};
 use corpus::tokenizer::{BYTE_BOS, GPT2_BOS};
 use std::path::PathBuf;
@@ -25,10 +25,9 @@ impl Micro {
 }
 
 fn bos(r: &Recipe) -> u16 {
-    if r.tokenizer == "byte" {
-        BYTE_BOS
-    } else {
-        GPT2_BOS
+    match r.tokenizer {
+        Tokenizer::Byte => BYTE_BOS,
+        Tokenizer::Gpt2 => GPT2_BOS,
     }
 }
 

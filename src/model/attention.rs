@@ -1,6 +1,6 @@
 //! Dense causal self-attention over each row (GPT-2): no document masking, scale 1/sqrt(head_dim).
 use super::attend::{attend, Pattern};
-use super::params::ParamSet;
+use super::params::{Groups, ParamSet};
 use tch::Tensor;
 
 pub struct Attention {
@@ -17,14 +17,14 @@ impl Attention {
         name: &str,
         c: i64,
         n_head: i64,
-        std: f64,
-        proj_std: f64,
+        (std, proj_std): (f64, f64),
+        g: &Groups,
     ) -> Self {
         Attention {
-            qkv_w: ps.normal(&format!("{name}.qkv.weight"), &[3 * c, c], std),
-            qkv_b: ps.zeros(&format!("{name}.qkv.bias"), &[3 * c]),
-            proj_w: ps.normal(&format!("{name}.proj.weight"), &[c, c], proj_std),
-            proj_b: ps.zeros(&format!("{name}.proj.bias"), &[c]),
+            qkv_w: ps.normal(&format!("{name}.qkv.weight"), &[3 * c, c], std, g.hidden),
+            qkv_b: ps.zeros(&format!("{name}.qkv.bias"), &[3 * c], g.vector),
+            proj_w: ps.normal(&format!("{name}.proj.weight"), &[c, c], proj_std, g.hidden),
+            proj_b: ps.zeros(&format!("{name}.proj.bias"), &[c], g.vector),
             n_head,
         }
     }

@@ -1,18 +1,22 @@
-//! The GPT, assembled from the recipe. With no technique keys it is record #1: GPT-2 small as
-//! llm.c builds it (pre-LN blocks, learned positions, a head tied to the embedding, biases).
-//! The keys of recipe/techniques.rs switch in the modern speedrun's parts, each in its own file.
+//! The GPT. `Gpt::new` resolves the recipe once into built parts, each from its own file; the
+//! forward reads only those parts. With no technique keys it is record #1: GPT-2 small as llm.c
+//! builds it (pre-LN blocks, learned positions, a head tied to the embedding, biases).
 use super::attend::Docs;
 use super::attention::Attention;
-use super::fp8_head::{fp8_linear, Fp8Scales};
+use super::block::{Attn, Block, BlockIn, Ffn};
+use super::embedding::Embedding;
+use super::fp8_head::Fp8Scales;
+use super::head::Head;
 use super::mlp::Mlp;
-use super::norm::{rms_norm, Norm};
-use super::params::{Param, ParamSet};
+use super::norm::Norm;
+use super::params::{Groups, Param, ParamSet};
 use super::relu2_mlp::Relu2Mlp;
 use super::rotary::Rotary;
-use super::scalars::Scalars;
-use super::softcap::softcap;
+use super::scalars::{Entry, ScalarBank};
+use super::unet::UNetSkips;
 use super::value_embed::ValueEmbeds;
-use super::windowed_attention::{Sequence, WindowedAttention};
+use super::windowed_attention::{WindowedAttention, WindowedConfig};
+use super::x0_lambdas::X0Lambdas;
 use crate::recipe::{Activation, Init, Recipe};
 use anyhow::{Context, Result};
 use tch::{nn, Kind, Tensor};
@@ -28,68 +32,66 @@ pub struct Ctx {
     pub training: bool,
 }
 
-enum Attn {
-    Dense(Attention),
-    Windowed { attn: WindowedAttention, long: bool },
-    None,
-}
-
-enum Ffn {
-    Gelu(Mlp),
-    Relu2(Relu2Mlp),
-}
-
-struct Block {
-    norm_1: Norm,
-    attn: Attn,
-    norm_2: Norm,
-    mlp: Ffn,
-}
-
 pub struct Gpt {
-    embed: Tensor,        // [Vp, C]; also the head when tied
-    wpe: Option<Tensor>,  // [T_max, C] learned positions; None with rotary
-    head: Option<Tensor>, // [Vp, C] untied head
+    embed: Embedding,
     value_embeds: Option<ValueEmbeds>,
-    scalars: Option<Scalars>,
-    rotary: Option<Rotary>,
+    unet: Option<UNetSkips>,
+    x0_lambdas: Option<X0Lambdas>,
     blocks: Vec<Block>,
-    norm_f: Norm,
-    fp8: Option<Fp8Scales>,
-    r: Recipe,
+    head: Head,
+    scalars: ScalarBank,
     /// Matmuls run in this kind (bf16 on CUDA, fp32 on CPU).
     compute: Kind,
 }
 
 impl Gpt {
-    /// Builds the model under `path` with the recipe's init; returns it and its parameters.
+    /// Builds the model under `path` with the recipe's init; returns it and its parameters in
+    /// creation order (the order fixes the random draws and the optimizers' layout).
     pub fn new(path: nn::Path, r: &Recipe, compute: Kind) -> (Gpt, Vec<Param>) {
         let dev = path.device();
         let mut ps = ParamSet::new(path);
-        let (c, vp) = (r.n_embd as i64, r.padded_vocab_size as i64);
+        let g = Groups::new(r);
+        let (l, c, vp) = (r.n_layer, r.n_embd as i64, r.padded_vocab_size as i64);
         let uniform = r.init == Init::Uniform;
         // llm.c: N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)); upstream #19: U with
         // std 0.5/sqrt(fan_in) for block matrices, N(0, 1) for embeddings.
         let std = r.init_std;
-        let proj_std = std / (2.0 * r.n_layer as f64).sqrt();
+        let stds = (std, std / (2.0 * l as f64).sqrt());
         let bound = 3f64.sqrt() * 0.5 / (c as f64).sqrt();
         let embed_init = nn::Init::Randn { mean: 0.0, stdev: if uniform { 1.0 } else { std } };
-        let embed_mul = r.lr_mul.as_ref().map_or(1.0, |m| m.embed);
-        let embed = ps.add("embed", &[vp, c], embed_init);
-        ps.lr_mul(embed_mul);
-        if !uniform {
-            // llm.c initialises only the first vocab_size rows; the padding rows stay zero.
-            tch::no_grad(|| {
-                let _ = embed.narrow(0, r.vocab_size as i64, vp - r.vocab_size as i64).zero_();
-            });
+        // llm.c initialises only the first vocab_size rows; the padding rows stay zero.
+        let sizes = (r.vocab_size as i64, vp, c);
+        let mut embed = Embedding::new(&mut ps, sizes, embed_init, !uniform, g.embed);
+        if r.rotary.is_none() {
+            embed = embed.with_positions(&mut ps, r.max_seq_len as i64, std, g.embed);
         }
-        let wpe = r.rotary.is_none().then(|| ps.normal("wpe", &[r.max_seq_len as i64, c], std));
-        let value_embeds = r
-            .value_embed_layers
-            .as_ref()
-            .map(|p| ValueEmbeds::new(&mut ps, p, vp, c, embed_init, embed_mul));
+        if r.embed_norm {
+            embed = embed.with_norm(r.ln_eps);
+        }
+        let value_embeds = (r.value_embed_layers.as_ref())
+            .map(|p| ValueEmbeds::new(&mut ps, p, vp, c, embed_init, g.embed));
+
+        // The scalar bank in upstream's order: skips, block lambdas, value lambdas.
+        let mut scalars = ScalarBank::default();
+        let unet = r.unet.then(|| UNetSkips::new(&mut scalars, l));
+        let x0_lambdas = r.x0_lambdas.then(|| X0Lambdas::new(&mut scalars, l));
+        let value_lambdas =
+            (r.attn_layers.as_ref()).map(|_| scalars.reserve("value_lambdas", &vec![0.5; 2 * l]));
+        let rotary = r.rotary.as_ref().map(|rot| {
+            let longest = (r.batch_rows * r.seq_len).max(r.val_seq_len.unwrap_or(0));
+            Rotary::new(rot, c / r.n_head as i64, longest as i64, dev)
+        });
+        let windowed = WindowedConfig {
+            n_embd: c,
+            n_head: r.n_head as i64,
+            bound,
+            zero_proj: r.zero_proj,
+            gate: r.attn_gate.map(|n| n as i64),
+            qk_norm: r.qk_norm.then_some(r.ln_eps),
+            scale: r.attn_scale,
+        };
         let attn_layers: Vec<char> = r.attn_layers.as_deref().unwrap_or("").chars().collect();
-        let blocks = (0..r.n_layer)
+        let blocks = (0..l)
             .map(|i| {
                 let n = format!("blocks.{i}");
                 let attn = match attn_layers.get(i) {
@@ -98,18 +100,26 @@ impl Gpt {
                         &format!("{n}.attn"),
                         c,
                         r.n_head as i64,
-                        std,
-                        proj_std,
+                        stds,
+                        &g,
                     )),
                     Some('-') => Attn::None,
-                    Some(&w) => Attn::Windowed {
-                        attn: WindowedAttention::new(&mut ps, &format!("{n}.attn"), r, bound),
-                        long: w == 'L',
-                    },
+                    Some(&w) => {
+                        // Recipe::validate: attn_layers needs rotary; it reserved the lambdas.
+                        let (rot, sa) = (rotary.clone().zip(value_lambdas))
+                            .expect("a validated recipe has rotary with attn_layers");
+                        Attn::Windowed(WindowedAttention::new(
+                            &mut ps,
+                            &format!("{n}.attn"),
+                            &windowed,
+                            (rot, sa.sub(2 * i, 2), w == 'L'),
+                            g.hidden,
+                        ))
+                    }
                 };
                 let mlp = match r.activation {
                     Activation::Gelu => {
-                        Ffn::Gelu(Mlp::new(&mut ps, &format!("{n}.mlp"), c, std, proj_std))
+                        Ffn::Gelu(Mlp::new(&mut ps, &format!("{n}.mlp"), c, stds, &g))
                     }
                     Activation::Relu2 => Ffn::Relu2(Relu2Mlp::new(
                         &mut ps,
@@ -117,160 +127,77 @@ impl Gpt {
                         c,
                         bound,
                         r.zero_proj,
+                        g.hidden,
                     )),
                 };
+                let norm = (r.norm, r.ln_eps);
                 Block {
-                    norm_1: Norm::new(&mut ps, &format!("{n}.ln_1"), c, r.norm, r.ln_eps),
+                    norm_1: Norm::new(&mut ps, &format!("{n}.ln_1"), c, norm, g.vector),
                     attn,
-                    norm_2: Norm::new(&mut ps, &format!("{n}.ln_2"), c, r.norm, r.ln_eps),
+                    norm_2: Norm::new(&mut ps, &format!("{n}.ln_2"), c, norm, g.vector),
                     mlp,
                 }
             })
             .collect();
-        let norm_f = Norm::new(&mut ps, "ln_f", c, r.norm, r.ln_eps);
-        let head = r.untied_head.then(|| {
-            let h = ps.zeros("lm_head", &[vp, c]);
-            ps.lr_mul(r.lr_mul.as_ref().map_or(1.0, |m| m.head));
-            h
-        });
-        // The windowed attention always scales v by its lambda (value embeddings ride on it).
-        let needs_scalars = r.x0_lambdas || r.unet || r.attn_layers.is_some();
-        let scalars = needs_scalars.then(|| {
-            Scalars::new(&mut ps, r.n_layer, r.lr_mul.as_ref().map_or(1.0, |m| m.scalars))
-        });
-        let rotary = r.rotary.as_ref().map(|rot| {
-            let longest = (r.batch_rows * r.seq_len).max(r.val_seq_len.unwrap_or(0));
-            Rotary::new(rot, c / r.n_head as i64, longest as i64, dev)
-        });
-        let fp8 =
-            r.fp8_head.as_ref().map(|f| Fp8Scales::for_width(r.n_embd, f.w_scale, f.grad_scale));
-        let mut params = ps.into_params();
-        if r.bf16_embeddings && compute == Kind::BFloat16 {
-            // Upstream #18 stores the embedding tables in bf16 (their Adam state follows).
-            for p in params.iter_mut().filter(|p| p.name.contains("embed")) {
-                tch::no_grad(|| p.tensor.set_data(&p.tensor.to_kind(Kind::BFloat16)));
-            }
-        }
-        let gpt = Gpt {
-            embed,
-            wpe,
-            head,
-            value_embeds,
-            scalars,
-            rotary,
-            blocks,
-            norm_f,
-            fp8,
-            r: r.clone(),
-            compute,
+        let norm_f = Norm::new(&mut ps, "ln_f", c, (r.norm, r.ln_eps), g.vector);
+        let weight = match r.untied_head {
+            true => ps.zeros("lm_head", &[vp, c], g.head),
+            false => embed.table(),
         };
+        let vocab = (!r.loss_over_padding).then_some(r.vocab_size as i64);
+        let mut head = Head::new(norm_f, weight, vocab, compute);
+        if let Some(f) = &r.fp8_head {
+            head = head.with_fp8(Fp8Scales::for_width(r.n_embd, f.w_scale, f.grad_scale));
+        }
+        if let Some(s) = &r.softcap {
+            head = head.with_softcap(s.clone());
+        }
+        scalars.create(&mut ps, g.scalars);
+        let params = ps.into_params(compute);
+        let gpt = Gpt { embed, value_embeds, unet, x0_lambdas, blocks, head, scalars, compute };
         (gpt, params)
+    }
+
+    /// The scalar bank's named slices, in order.
+    pub fn scalar_layout(&self) -> &[Entry] {
+        self.scalars.layout()
     }
 
     /// idx: [B, T] token ids -> logits [B, T, Vp] (fp32)
     pub fn forward(&self, idx: &Tensor, ctx: &Ctx) -> Result<Tensor> {
         let (b, t) = idx.size2().context("model input is [B, T] token ids")?;
         let x = self.trunk(idx, ctx)?;
-        Ok(self.logits(&x, ctx.training)?.view([b, t, -1])) // [B, T, Vp]
+        Ok(self.head.logits(&x, ctx.training)?.view([b, t, -1])) // [B, T, Vp]
+    }
+
+    /// Mean cross-entropy over the head's vocabulary. idx, targets: [B, T] -> scalar
+    pub fn loss(&self, idx: &Tensor, targets: &Tensor, ctx: &Ctx) -> Result<Tensor> {
+        let x = self.trunk(idx, ctx)?; // [N, C]
+        self.head.loss(&x, &targets.reshape([-1]), ctx.training)
     }
 
     /// idx: [B, T] -> the final hidden state [B*T, C], normed.
     fn trunk(&self, idx: &Tensor, ctx: &Ctx) -> Result<Tensor> {
         let (b, t) = idx.size2().context("model input is [B, T] token ids")?;
-        let mut x = Tensor::embedding(&self.embed, idx, -1, false, false);
-        if let Some(wpe) = &self.wpe {
-            let pos = Tensor::arange(t, (Kind::Int64, idx.device()));
-            x = &x + Tensor::embedding(wpe, &pos, -1, false, false);
-        }
-        let mut x = x.to_kind(self.compute); // [B, T, C]
-        if self.r.embed_norm {
-            x = rms_norm(&x, self.r.ln_eps);
-        }
-        let x0 = x.shallow_clone();
+        let bank = self.scalars.tensor(); // [n] learned scalars
+        let x0 = self.embed.forward(idx, self.compute); // [B, T, C]
         let ve = self.value_embeds.as_ref().map(|v| v.lookup(idx, self.compute));
-        let half = self.blocks.len() / 2;
+        let mut x = x0.shallow_clone();
         let mut skips = Vec::new();
-        for (i, blk) in self.blocks.iter().enumerate() {
-            if let Some(s) = self.scalars.as_ref() {
-                if self.r.unet && i >= half {
-                    let skip = skips.pop().context("U-net skip stack is empty")?;
-                    x = &x + skip * s.skip(i - half);
-                }
-                if self.r.x0_lambdas {
-                    let (l0, l1) = s.block_lambdas(i);
-                    x = &x * l0 + &x0 * l1;
-                }
+        for (i, block) in self.blocks.iter().enumerate() {
+            if let Some(u) = &self.unet {
+                x = u.enter(i, x, &mut skips, &bank)?;
             }
-            let h = blk.norm_1.forward(&x);
-            x = match &blk.attn {
-                Attn::Dense(a) => &x + a.forward(&h),
-                Attn::Windowed { attn, long } => {
-                    let seq = Sequence {
-                        docs: ctx.docs.as_ref().context("windowed attention needs documents")?,
-                        rotary: self.rotary.as_ref().context("windowed attention needs rotary")?,
-                    };
-                    let window = if *long { ctx.windows.0 } else { ctx.windows.1 };
-                    let ve_i = ve.as_ref().and_then(|v| v[i].as_ref());
-                    let sa = self.scalars.as_ref().context("value lambdas")?.value_lambdas(i);
-                    &x + attn.forward(&h, ve_i, sa, window, &seq)?
-                }
-                Attn::None => x,
-            };
-            let h = blk.norm_2.forward(&x);
-            x = &x
-                + match &blk.mlp {
-                    Ffn::Gelu(m) => m.forward(&h),
-                    Ffn::Relu2(m) => m.forward(&h),
-                };
-            if self.r.unet && i < half {
-                skips.push(x.shallow_clone());
+            if let Some(l) = &self.x0_lambdas {
+                x = l.mix(i, &x, &x0, &bank);
+            }
+            let ve = ve.as_ref().and_then(|v| v[i].as_ref());
+            let input = BlockIn { ve, bank: &bank, docs: ctx.docs.as_ref(), windows: ctx.windows };
+            x = block.forward(x, &input)?;
+            if let Some(u) = &self.unet {
+                u.leave(i, &x, &mut skips);
             }
         }
-        Ok(self.norm_f.forward(&x).view([b * t, -1])) // [B*T, C]
-    }
-
-    /// x: [N, C] -> logits [N, Vp] (fp32): the head (FP8 in training when the recipe says so),
-    /// then the softcap.
-    fn logits(&self, x: &Tensor, training: bool) -> Result<Tensor> {
-        let w = self.head.as_ref().unwrap_or(&self.embed);
-        let logits = match (&self.fp8, training) {
-            (Some(s), true) => fp8_linear(x, w, s)?,
-            _ => x.matmul(&w.to_kind(self.compute).tr()),
-        };
-        Ok(match &self.r.softcap {
-            Some(s) => softcap(&logits, s),
-            None => logits.to_kind(Kind::Float),
-        })
-    }
-
-    /// Mean cross-entropy over the vocabulary (record #1 leaves the padded logits out, as llm.c;
-    /// upstream's later records take the softmax over all of them).
-    /// idx, targets: [B, T] -> scalar
-    pub fn loss(&self, idx: &Tensor, targets: &Tensor, ctx: &Ctx) -> Result<Tensor> {
-        let x = self.trunk(idx, ctx)?; // [N, C]
-        let targets = targets.reshape([-1]);
-        let n = x.size()[0];
-        let ce = |x: &Tensor, t: &Tensor, reduction| -> Result<Tensor> {
-            let mut logits = self.logits(x, ctx.training)?;
-            if !self.r.loss_over_padding {
-                logits = logits.narrow(-1, 0, self.r.vocab_size as i64); // [N, V]
-            }
-            Ok(logits.cross_entropy_loss::<Tensor>(t, None, reduction, -100, 0.0))
-        };
-        if ctx.training || n <= EVAL_SLICE {
-            return ce(&x, &targets, tch::Reduction::Mean);
-        }
-        // Upstream's 262,144-token validation sequence would hold several fp32 [N, 50304]
-        // temporaries at once (upstream's compiler fuses them away); evaluate in slices.
-        let mut sum = Tensor::zeros([], (Kind::Float, x.device()));
-        for s in (0..n).step_by(EVAL_SLICE as usize) {
-            let len = EVAL_SLICE.min(n - s);
-            sum += ce(&x.narrow(0, s, len), &targets.narrow(0, s, len), tch::Reduction::Sum)?;
-        }
-        Ok(sum / n as f64)
+        Ok(self.head.norm.forward(&x).view([b * t, -1])) // [B*T, C]
     }
 }
-
-/// Tokens per slice of the head in evaluation: one full-scale val batch of record #1 (64 rows
-/// of 1,024), so record #1 never slices.
-const EVAL_SLICE: i64 = 65_536;

@@ -1,5 +1,5 @@
 //! The GPT-2 MLP: C -> 4C -> GELU (tanh approximation) -> C, with biases.
-use super::params::ParamSet;
+use super::params::{Groups, ParamSet};
 use tch::Tensor;
 
 pub struct Mlp {
@@ -10,12 +10,18 @@ pub struct Mlp {
 }
 
 impl Mlp {
-    pub fn new(ps: &mut ParamSet, name: &str, c: i64, std: f64, proj_std: f64) -> Self {
+    pub fn new(
+        ps: &mut ParamSet,
+        name: &str,
+        c: i64,
+        (std, proj_std): (f64, f64),
+        g: &Groups,
+    ) -> Self {
         Mlp {
-            fc_w: ps.normal(&format!("{name}.fc.weight"), &[4 * c, c], std),
-            fc_b: ps.zeros(&format!("{name}.fc.bias"), &[4 * c]),
-            proj_w: ps.normal(&format!("{name}.proj.weight"), &[c, 4 * c], proj_std),
-            proj_b: ps.zeros(&format!("{name}.proj.bias"), &[c]),
+            fc_w: ps.normal(&format!("{name}.fc.weight"), &[4 * c, c], std, g.hidden),
+            fc_b: ps.zeros(&format!("{name}.fc.bias"), &[4 * c], g.vector),
+            proj_w: ps.normal(&format!("{name}.proj.weight"), &[c, 4 * c], proj_std, g.hidden),
+            proj_b: ps.zeros(&format!("{name}.proj.bias"), &[c], g.vector),
         }
     }
 

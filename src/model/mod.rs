@@ -1,8 +1,11 @@
 //! The GPT and its parts, one file per technique.
 pub mod attend;
 pub mod attention;
+pub mod block;
+pub mod embedding;
 pub mod fp8_head;
 pub mod gpt;
+pub mod head;
 pub mod mlp;
 pub mod norm;
 pub mod params;
@@ -10,7 +13,9 @@ pub mod relu2_mlp;
 pub mod rotary;
 pub mod scalars;
 pub mod softcap;
+pub mod unet;
 pub mod value_embed;
 pub mod windowed_attention;
+pub mod x0_lambdas;
 
 pub use gpt::{Ctx, Gpt};

@@ -1,7 +1,7 @@
 //! Normalization: LayerNorm with a learned weight and bias (GPT-2, llm.c), or parameter-free
 //! RMSNorm (upstream ≤#4: `F.rms_norm` with eps = None, i.e. the fp32 machine epsilon, which the
 //! manifest spells out as ln_eps).
-use super::params::ParamSet;
+use super::params::{Group, ParamSet};
 use crate::recipe;
 use tch::{Kind, Tensor};
 
@@ -18,10 +18,10 @@ pub struct LayerNorm {
 }
 
 impl LayerNorm {
-    pub fn new(ps: &mut ParamSet, name: &str, dim: i64, eps: f64) -> Self {
+    pub fn new(ps: &mut ParamSet, name: &str, dim: i64, eps: f64, g: Group) -> Self {
         LayerNorm {
-            weight: ps.ones(&format!("{name}.weight"), &[dim]),
-            bias: ps.zeros(&format!("{name}.bias"), &[dim]),
+            weight: ps.ones(&format!("{name}.weight"), &[dim], g),
+            bias: ps.zeros(&format!("{name}.bias"), &[dim], g),
             eps,
         }
     }
@@ -46,9 +46,16 @@ pub enum Norm {
 }
 
 impl Norm {
-    pub fn new(ps: &mut ParamSet, name: &str, dim: i64, kind: recipe::Norm, eps: f64) -> Self {
+    /// `g`: the group of LayerNorm's weight and bias.
+    pub fn new(
+        ps: &mut ParamSet,
+        name: &str,
+        dim: i64,
+        (kind, eps): (recipe::Norm, f64),
+        g: Group,
+    ) -> Self {
         match kind {
-            recipe::Norm::Layer => Norm::Layer(LayerNorm::new(ps, name, dim, eps)),
+            recipe::Norm::Layer => Norm::Layer(LayerNorm::new(ps, name, dim, eps, g)),
             recipe::Norm::Rms => Norm::Rms { eps },
         }
     }

@@ -1,15 +1,80 @@
-//! Parameters with their optimizer group, created with explicit initialisation (tch's default
-//! Linear init is Kaiming-uniform; llm.c draws N(0, 0.02)).
+//! Parameters, created with explicit initialisation (tch's default Linear init is
+//! Kaiming-uniform; llm.c draws N(0, 0.02)) and tagged at creation with their [`Group`]: which
+//! optimizer updates them, the lr multiplier, weight decay and storage dtype. Nothing downstream
+//! routes a parameter by its name.
+use crate::recipe::Recipe;
 use tch::{nn, Kind, Tensor};
 
-/// One trainable tensor and how the optimizer treats it.
+/// Which optimizer updates a parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opt {
+    /// llm.c's AdamW over every parameter, gradients all-reduced first (record #1).
+    AdamW,
+    /// Upstream's sharded Adam: embeddings, head, scalars (#24 on).
+    Adam,
+    /// Muon: the matrices inside the blocks (#3 on).
+    Muon,
+}
+
+/// How a parameter is stored between steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    Fp32,
+    /// bf16 when the matmuls run in bf16 (CUDA), fp32 otherwise (upstream #18's embeddings).
+    Bf16OnCuda,
+}
+
+/// How the optimizer treats a parameter; set where the parameter is created.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Group {
+    pub opt: Opt,
+    /// Multiplies the optimizer's base learning rate (upstream's `lr_mul`).
+    pub lr_mul: f64,
+    /// Weight decay applies (llm.c: matrices only; upstream's optimizers decay everything).
+    pub decay: bool,
+    pub storage: Storage,
+}
+
+/// The groups of one recipe, resolved once: each part takes the one its tensors belong to.
+#[derive(Debug, Clone, Copy)]
+pub struct Groups {
+    /// Token and value embedding tables (and record #1's positions).
+    pub embed: Group,
+    /// An untied lm_head.
+    pub head: Group,
+    /// The scalar bank.
+    pub scalars: Group,
+    /// Matrices inside the blocks.
+    pub hidden: Group,
+    /// Biases and norm weights.
+    pub vector: Group,
+}
+
+impl Groups {
+    pub fn new(r: &Recipe) -> Groups {
+        let fp32 = |opt, lr_mul, decay| Group { opt, lr_mul, decay, storage: Storage::Fp32 };
+        if r.muon.is_none() {
+            let (matrix, vector) = (fp32(Opt::AdamW, 1.0, true), fp32(Opt::AdamW, 1.0, false));
+            return Groups { embed: matrix, head: matrix, scalars: vector, hidden: matrix, vector };
+        }
+        // Upstream's optimizers decay every parameter (with weight_decay 0 until #46).
+        let mul = |f: fn(&crate::recipe::LrMul) -> f64| r.lr_mul.as_ref().map_or(1.0, f);
+        let embed_storage = if r.bf16_embeddings { Storage::Bf16OnCuda } else { Storage::Fp32 };
+        Groups {
+            embed: Group { storage: embed_storage, ..fp32(Opt::Adam, mul(|m| m.embed), true) },
+            head: fp32(Opt::Adam, mul(|m| m.head), true),
+            scalars: fp32(Opt::Adam, mul(|m| m.scalars), true),
+            hidden: fp32(Opt::Muon, 1.0, true),
+            vector: fp32(Opt::Adam, 1.0, true),
+        }
+    }
+}
+
+/// One trainable tensor and its group.
 pub struct Param {
     pub name: String,
     pub tensor: Tensor,
-    /// Weight decay applies (llm.c: 2-D tensors only).
-    pub decay: bool,
-    /// Multiplies the optimizer's base learning rate for this tensor (upstream's `lr_mul`).
-    pub lr_mul: f64,
+    pub group: Group,
 }
 
 /// Collects a model's parameters in creation order, under dotted names.
@@ -23,44 +88,38 @@ impl<'a> ParamSet<'a> {
         ParamSet { path, params: Vec::new() }
     }
 
-    /// N(0, std) for matrices, zeros or ones for vectors.
-    pub fn normal(&mut self, name: &str, dims: &[i64], std: f64) -> Tensor {
-        self.add(name, dims, nn::Init::Randn { mean: 0.0, stdev: std })
+    /// N(0, std).
+    pub fn normal(&mut self, name: &str, dims: &[i64], std: f64, g: Group) -> Tensor {
+        self.add(name, dims, nn::Init::Randn { mean: 0.0, stdev: std }, g)
     }
 
-    pub fn zeros(&mut self, name: &str, dims: &[i64]) -> Tensor {
-        self.add(name, dims, nn::Init::Const(0.0))
+    pub fn zeros(&mut self, name: &str, dims: &[i64], g: Group) -> Tensor {
+        self.add(name, dims, nn::Init::Const(0.0), g)
     }
 
-    pub fn ones(&mut self, name: &str, dims: &[i64]) -> Tensor {
-        self.add(name, dims, nn::Init::Const(1.0))
+    pub fn ones(&mut self, name: &str, dims: &[i64], g: Group) -> Tensor {
+        self.add(name, dims, nn::Init::Const(1.0), g)
     }
 
     /// U(-bound, bound).
-    pub fn uniform(&mut self, name: &str, dims: &[i64], bound: f64) -> Tensor {
-        self.add(name, dims, nn::Init::Uniform { lo: -bound, up: bound })
+    pub fn uniform(&mut self, name: &str, dims: &[i64], bound: f64, g: Group) -> Tensor {
+        self.add(name, dims, nn::Init::Uniform { lo: -bound, up: bound }, g)
     }
 
-    /// Sets the lr multiplier of the parameter added last.
-    pub fn lr_mul(&mut self, mul: f64) {
-        if let Some(p) = self.params.last_mut() {
-            p.lr_mul = mul;
-        }
-    }
-
-    pub fn add(&mut self, name: &str, dims: &[i64], init: nn::Init) -> Tensor {
+    pub fn add(&mut self, name: &str, dims: &[i64], init: nn::Init, group: Group) -> Tensor {
         let tensor = self.path.var(&name.replace('.', "_"), dims, init);
         debug_assert_eq!(tensor.kind(), Kind::Float);
-        self.params.push(Param {
-            name: name.to_string(),
-            tensor: tensor.shallow_clone(),
-            decay: dims.len() == 2,
-            lr_mul: 1.0,
-        });
+        self.params.push(Param { name: name.to_string(), tensor: tensor.shallow_clone(), group });
         tensor
     }
 
-    pub fn into_params(self) -> Vec<Param> {
+    /// The parameters; those stored in bf16 on CUDA are cast when `compute` is bf16.
+    pub fn into_params(mut self, compute: Kind) -> Vec<Param> {
+        for p in &mut self.params {
+            if p.group.storage == Storage::Bf16OnCuda && compute == Kind::BFloat16 {
+                tch::no_grad(|| p.tensor.set_data(&p.tensor.to_kind(Kind::BFloat16)));
+            }
+        }
         self.params
     }
 }

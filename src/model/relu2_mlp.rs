@@ -1,6 +1,6 @@
 //! The MLP of upstream #5 on: C -> 4C -> relu(x)^2 -> C, no biases. Both matrices are stored
 //! as [C, 4C] (upstream #27 stores c_fc transposed), so Muon batches all 2L of them as one shape.
-use super::params::ParamSet;
+use super::params::{Group, ParamSet};
 use tch::Tensor;
 
 pub struct Relu2Mlp {
@@ -11,12 +11,19 @@ pub struct Relu2Mlp {
 impl Relu2Mlp {
     /// `bound`: the uniform init of c_fc; c_proj is zero when `zero_proj` (upstream #5) and
     /// shares c_fc's init otherwise.
-    pub fn new(ps: &mut ParamSet, name: &str, c: i64, bound: f64, zero_proj: bool) -> Self {
-        let c_fc = ps.uniform(&format!("{name}.c_fc"), &[c, 4 * c], bound);
+    pub fn new(
+        ps: &mut ParamSet,
+        name: &str,
+        c: i64,
+        bound: f64,
+        zero_proj: bool,
+        g: Group,
+    ) -> Self {
+        let c_fc = ps.uniform(&format!("{name}.c_fc"), &[c, 4 * c], bound, g);
         let c_proj = if zero_proj {
-            ps.zeros(&format!("{name}.c_proj"), &[c, 4 * c])
+            ps.zeros(&format!("{name}.c_proj"), &[c, 4 * c], g)
         } else {
-            ps.uniform(&format!("{name}.c_proj"), &[c, 4 * c], bound)
+            ps.uniform(&format!("{name}.c_proj"), &[c, 4 * c], bound, g)
         };
         Relu2Mlp { c_fc, c_proj }
     }

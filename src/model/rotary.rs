@@ -14,6 +14,13 @@ pub struct Rotary {
     sin: Tensor, // [T_max, D/2] fp32
 }
 
+/// Every layer holds the same tables.
+impl Clone for Rotary {
+    fn clone(&self) -> Rotary {
+        Rotary { cos: self.cos.shallow_clone(), sin: self.sin.shallow_clone() }
+    }
+}
+
 impl Rotary {
     pub fn new(r: &recipe::Rotary, head_dim: i64, max_len: i64, device: Device) -> Rotary {
         let half = head_dim / 2;

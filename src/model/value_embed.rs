@@ -2,7 +2,7 @@
 //! attention values of chosen layers. `value_embed_layers` gives one character per layer: a digit
 //! names the table ("012......012" shares tables 0-2 between the first and last three layers,
 //! upstream #17's U-net pattern), '.' none.
-use super::params::ParamSet;
+use super::params::{Group, ParamSet};
 use tch::{nn, Tensor};
 
 pub struct ValueEmbeds {
@@ -18,7 +18,7 @@ impl ValueEmbeds {
         vocab: i64,
         c: i64,
         init: nn::Init,
-        lr_mul: f64,
+        g: Group,
     ) -> Self {
         let mut digits: Vec<char> = Vec::new();
         let layer = pattern
@@ -34,11 +34,7 @@ impl ValueEmbeds {
             })
             .collect();
         let tables = (0..digits.len())
-            .map(|i| {
-                let t = ps.add(&format!("value_embeds.{i}"), &[vocab, c], init);
-                ps.lr_mul(lr_mul);
-                t
-            })
+            .map(|i| ps.add(&format!("value_embeds.{i}"), &[vocab, c], init, g))
             .collect();
         ValueEmbeds { tables, layer }
     }

@@ -9,8 +9,9 @@
 //!   normed input, zero-initialised so it starts at 0.5 (upstream #28).
 use super::attend::{attend, Docs, Pattern};
 use super::norm::rms_norm;
-use super::params::ParamSet;
+use super::params::{Group, ParamSet};
 use super::rotary::Rotary;
+use super::scalars::Slot;
 use anyhow::Result;
 use tch::Tensor;
 
@@ -21,47 +22,60 @@ pub struct WindowedAttention {
     /// QK-norm's eps, or None without it.
     qk_norm: Option<f64>,
     scale: Option<f64>,
+    rotary: Rotary,
+    /// (sa0, sa1) of this layer in the scalar bank.
+    value_lambdas: Slot,
+    /// The long window of the step, or the short one.
+    long: bool,
 }
 
-/// What every layer's attention shares in one forward pass.
-pub struct Sequence<'a> {
-    pub docs: &'a Docs,
-    pub rotary: &'a Rotary,
+/// How a layer's windowed attention is built (resolved from the recipe once).
+pub struct WindowedConfig {
+    pub n_embd: i64,
+    pub n_head: i64,
+    /// Uniform init bound of Wq, Wk, Wv; Wo starts at zero when `zero_proj`.
+    pub bound: f64,
+    pub zero_proj: bool,
+    /// Channels the sparse gate reads (upstream #28), or None.
+    pub gate: Option<i64>,
+    pub qk_norm: Option<f64>,
+    pub scale: Option<f64>,
 }
 
 impl WindowedAttention {
-    /// `bound`: the uniform init of Wq, Wk, Wv; Wo starts at zero when `zero_proj`.
     pub fn new(
         ps: &mut ParamSet,
         name: &str,
-        r: &crate::recipe::Recipe,
-        bound: f64,
+        cfg: &WindowedConfig,
+        (rotary, value_lambdas, long): (Rotary, Slot, bool),
+        g: Group,
     ) -> WindowedAttention {
-        let c = r.n_embd as i64;
-        let qkvo_w = ps.uniform(&format!("{name}.qkvo_w"), &[4, c, c], bound);
-        if r.zero_proj {
+        let c = cfg.n_embd;
+        let qkvo_w = ps.uniform(&format!("{name}.qkvo_w"), &[4, c, c], cfg.bound, g);
+        if cfg.zero_proj {
             let _ = tch::no_grad(|| qkvo_w.get(3).zero_());
         }
-        let gate =
-            r.attn_gate.map(|g| ps.zeros(&format!("{name}.gate"), &[r.n_head as i64, g as i64]));
+        let gate = cfg.gate.map(|n| ps.zeros(&format!("{name}.gate"), &[cfg.n_head, n], g));
         WindowedAttention {
             qkvo_w,
             gate,
-            n_head: r.n_head as i64,
-            qk_norm: r.qk_norm.then_some(r.ln_eps),
-            scale: r.attn_scale,
+            n_head: cfg.n_head,
+            qk_norm: cfg.qk_norm,
+            scale: cfg.scale,
+            rotary,
+            value_lambdas,
+            long,
         }
     }
 
-    /// h: [1, T, C] normed block input; ve: [1, T, C] or None; sa: (sa0, sa1); window in tokens.
-    /// -> [1, T, C]
+    /// h: [1, T, C] normed block input; ve: [1, T, C] or None; bank: the scalar bank;
+    /// windows: the step's (long, short) in tokens. -> [1, T, C]
     pub fn forward(
         &self,
         h: &Tensor,
         ve: Option<&Tensor>,
-        sa: (Tensor, Tensor),
-        window: i64,
-        seq: &Sequence,
+        bank: &Tensor,
+        (docs, windows): (&Docs, (i64, i64)),
     ) -> Result<Tensor> {
         let (b, t, c) = h.size3()?;
         let (nh, hd) = (self.n_head, c / self.n_head);
@@ -72,15 +86,17 @@ impl WindowedAttention {
         if let Some(eps) = self.qk_norm {
             (q, k) = (rms_norm(&q, eps), rms_norm(&k, eps));
         }
-        let (q, k) = (seq.rotary.apply(&q)?, seq.rotary.apply(&k)?);
+        let (q, k) = (self.rotary.apply(&q)?, self.rotary.apply(&k)?);
+        let sa = self.value_lambdas.pair(bank, 0);
         v = match ve {
             Some(ve) => &v * &sa.0 + ve.view([b, t, nh, hd]) * &sa.1,
             None => &v * &sa.0,
         };
+        let window = if self.long { windows.0 } else { windows.1 };
         let pattern = Pattern {
             causal: true,
             window: Some(window),
-            docs: Some(seq.docs.clone()),
+            docs: Some(docs.clone()),
             scale: self.scale,
         };
         let bhtd = |x: &Tensor| x.transpose(1, 2);

@@ -30,7 +30,7 @@ impl AdamW {
                 let _ = m.lerp_(&g, 1.0 - self.beta1);
                 let _ = v.lerp_(&(&g * &g), 1.0 - self.beta2);
                 let update = (&*m / bc1) / ((&*v / bc2).sqrt() + self.eps);
-                let wd = if p.decay { self.weight_decay } else { 0.0 };
+                let wd = if p.group.decay { self.weight_decay } else { 0.0 };
                 let mut w = p.tensor.shallow_clone();
                 let _ = w.g_sub_(&((update + &w * wd) * lr));
             }
@@ -74,6 +74,7 @@ pub fn clip_factor(params: &[Param], max_norm: f64) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::params::{Group, Opt, Storage};
     use tch::{Device, Kind};
 
     fn param(values: &[f32], grad: &[f32], decay: bool) -> Param {
@@ -84,7 +85,8 @@ mod tests {
             g = tensor.grad();
         }
         g.copy_(&Tensor::from_slice(grad));
-        Param { name: "p".into(), tensor, decay, lr_mul: 1.0 }
+        let group = Group { opt: Opt::AdamW, lr_mul: 1.0, decay, storage: Storage::Fp32 };
+        Param { name: "p".into(), tensor, group }
     }
 
     /// Two steps computed by hand in float64.

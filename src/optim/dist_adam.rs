@@ -8,11 +8,13 @@
 //! p ← p·(1 − lr·lr_mul·wd) − lr·lr_mul·(√(1−β2ᵗ)/(1−β1ᵗ))·m/(√v + eps)
 //! ```
 //! eps is added to √v, not to √v̂ as in torch's Adam (it matters at #29's eps = 1e-10). Weight
-//! decay applies to every param (upstream's rule; `Param::decay` is llm.c's).
+//! decay applies to the params whose group decays (upstream: all of them). Each line is computed
+//! in fp32 and rounded once into a low-precision state or param (bf16 embeddings on CUDA), as
+//! upstream's compiled step does; for fp32 params this is the same arithmetic.
 use crate::dist::{Collectives, Op};
 use crate::model::params::Param;
 use anyhow::{bail, ensure, Context, Result};
-use tch::Tensor;
+use tch::{Kind, Tensor};
 
 #[derive(Debug, Clone, Copy)]
 pub struct AdamConfig {
@@ -69,13 +71,18 @@ impl DistAdam {
                 let mut g = m.zeros_like();
                 coll.reduce_scatter(&mut g, &p.tensor.grad(), Op::Avg)
                     .with_context(|| format!("dist_adam: reduce_scatter of {}'s grad", p.name))?;
-                let _ = m.f_mul_scalar_(b1)?.f_add_(&(&g * (1.0 - b1)))?;
-                let _ = v.f_mul_scalar_(b2)?.f_add_(&(&g * &g * (1.0 - b2)))?;
-                let lr = self.cfg.lr * lr_factor * p.lr_mul;
+                let g = g.to_kind(Kind::Float);
+                let m32 = m.to_kind(Kind::Float) * b1 + &g * (1.0 - b1);
+                let v32 = v.to_kind(Kind::Float) * b2 + &g * &g * (1.0 - b2);
+                m.f_copy_(&m32)?;
+                v.f_copy_(&v32)?;
+                let lr = self.cfg.lr * lr_factor * p.group.lr_mul;
+                let wd = if p.group.decay { self.cfg.weight_decay } else { 0.0 };
                 // [n/W, ...] view into the param: the rows this rank updates.
                 let mut shard = p.tensor.narrow(0, rank as i64 * rows, rows);
-                let _ = shard.f_mul_scalar_(1.0 - lr * self.cfg.weight_decay)?;
-                let _ = shard.f_sub_(&(&*m / (v.sqrt() + eps) * (lr * bias)))?;
+                let updated = shard.to_kind(Kind::Float) * (1.0 - lr * wd)
+                    - &m32 / (v32.sqrt() + eps) * (lr * bias);
+                shard.f_copy_(&updated)?;
                 let mut full = p.tensor.shallow_clone();
                 coll.all_gather(&mut full, &shard)
                     .with_context(|| format!("dist_adam: all_gather of {}", p.name))?;

@@ -12,7 +12,7 @@
 //! u   ← (1−μ)·g + μ·buf          (Nesterov)
 //! p   ← p·(1 − lr·wd) − lr·lr_mul·max(1, rows/cols)^½·NS5(u)      (lr includes the schedule)
 //! ```
-//! Weight decay applies to every param here (upstream's rule; `Param::decay` is llm.c's).
+//! Weight decay applies to the params whose group decays (upstream: all of them).
 use super::newton_schulz::orthogonalize;
 use crate::dist::{Collectives, Op};
 use crate::model::params::Param;
@@ -70,7 +70,6 @@ impl Muon {
             ensure!(p.tensor.grad().defined(), "muon: {} has no gradient", p.name);
         }
         let lr = self.cfg.lr * lr_factor;
-        let decay = 1.0 - lr * self.cfg.weight_decay;
         tch::no_grad(|| {
             for group in &self.groups {
                 let first = &self.params[group[0]].tensor;
@@ -97,7 +96,7 @@ impl Muon {
                             let _ = buf.lerp_(&g, 1.0 - momentum);
                             let u = g.lerp(buf, momentum);
                             let o = orthogonalize(&u, self.cfg.ns_steps, self.cfg.kind);
-                            let eff_lr = lr * self.params[i].lr_mul * shape_factor;
+                            let eff_lr = lr * self.params[i].group.lr_mul * shape_factor;
                             o.to_kind(kind) * eff_lr
                         }
                         None => Tensor::zeros(shape.as_slice(), (kind, device)),
@@ -108,8 +107,10 @@ impl Muon {
                     // Upstream decays and updates on the owning rank and all-gathers the params;
                     // applying the gathered update on every rank is the same arithmetic.
                     for (j, &i) in chunk.iter().enumerate() {
+                        let wd =
+                            if self.params[i].group.decay { self.cfg.weight_decay } else { 0.0 };
                         let mut p = self.params[i].tensor.shallow_clone();
-                        let _ = p.f_mul_scalar_(decay)?;
+                        let _ = p.f_mul_scalar_(1.0 - lr * wd)?;
                         let _ = p.f_sub_(&updates.get(j as i64))?;
                     }
                 }

@@ -4,16 +4,16 @@
 use super::adamw::{clip_factor, AdamW};
 use super::dist_adam::{AdamConfig, DistAdam};
 use super::muon::{Muon, MuonConfig};
-use super::schedule::{momentum_warmup, stable_decay, warmup_cosine};
+use super::schedule::Plan;
 use crate::dist::{Collectives, Op};
-use crate::model::params::Param;
-use crate::recipe::{LrSchedule, Recipe};
-use anyhow::Result;
+use crate::model::params::{Opt, Param};
+use crate::recipe::Recipe;
+use anyhow::{bail, Result};
 use tch::{Kind, Tensor};
 
 pub enum Optimizer {
-    AdamW { opt: AdamW, params: Vec<Param> },
-    MuonAdam { adam: DistAdam, muon: Muon },
+    AdamW { opt: AdamW, params: Vec<Param>, lr: f64, grad_clip: f64 },
+    MuonAdam { adam: DistAdam, muon: Muon, lr: f64 },
 }
 
 /// What one step did, for the log.
@@ -26,14 +26,20 @@ pub struct StepInfo {
 }
 
 impl Optimizer {
+    /// Each parameter goes to the optimizer its group names.
     pub fn new(params: Vec<Param>, r: &Recipe, compute: Kind) -> Result<Optimizer> {
         let Some(m) = &r.muon else {
+            if let Some(p) = params.iter().find(|p| p.group.opt != Opt::AdamW) {
+                bail!("optimizer: {} is for {:?}, but the recipe has no muon", p.name, p.group.opt);
+            }
             let opt = AdamW::new(&params, r.beta1, r.beta2, r.eps, r.weight_decay);
-            return Ok(Optimizer::AdamW { opt, params });
+            return Ok(Optimizer::AdamW { opt, params, lr: r.lr, grad_clip: r.grad_clip });
         };
-        // Upstream's split: >= 2-D tensors under the blocks go to Muon, everything else to Adam.
         let (hidden, rest): (Vec<Param>, Vec<Param>) =
-            params.into_iter().partition(|p| p.name.starts_with("blocks.") && p.tensor.dim() >= 2);
+            params.into_iter().partition(|p| p.group.opt == Opt::Muon);
+        if let Some(p) = rest.iter().find(|p| p.group.opt != Opt::Adam) {
+            bail!("optimizer: {} is for {:?}; with muon the rest is Adam's", p.name, p.group.opt);
+        }
         let adam = AdamConfig {
             lr: r.lr,
             beta1: r.beta1,
@@ -47,50 +53,42 @@ impl Optimizer {
             ns_steps: m.ns_steps,
             kind: compute,
         };
-        Ok(Optimizer::MuonAdam { adam: DistAdam::new(rest, adam)?, muon: Muon::new(hidden, muon)? })
+        Ok(Optimizer::MuonAdam {
+            adam: DistAdam::new(rest, adam)?,
+            muon: Muon::new(hidden, muon)?,
+            lr: r.lr,
+        })
     }
 
     /// Every parameter, for zeroing gradients.
     pub fn params(&self) -> Vec<&Param> {
         match self {
             Optimizer::AdamW { params, .. } => params.iter().collect(),
-            Optimizer::MuonAdam { adam, muon } => {
+            Optimizer::MuonAdam { adam, muon, .. } => {
                 adam.params().iter().chain(muon.params()).collect()
             }
         }
     }
 
-    /// One update at `step` (0-based) of `steps` from each rank's local gradients.
-    pub fn step(
-        &mut self,
-        coll: &mut dyn Collectives,
-        r: &Recipe,
-        step: u64,
-        steps: u64,
-    ) -> Result<StepInfo> {
-        let factor = match r.lr_schedule {
-            LrSchedule::WarmupCosine => {
-                warmup_cosine(step, steps, r.warmup_steps, 1.0, r.min_lr_frac)
-            }
-            LrSchedule::StableDecay { cooldown_frac } => {
-                stable_decay(step, steps, cooldown_frac, r.min_lr_frac)
-            }
-        };
+    /// One update with `plan`'s lr and momentum from each rank's local gradients.
+    pub fn step(&mut self, coll: &mut dyn Collectives, plan: &Plan) -> Result<StepInfo> {
+        let factor = plan.lr_factor;
         let info = match self {
-            Optimizer::AdamW { opt, params } => {
+            Optimizer::AdamW { opt, params, lr, grad_clip } => {
                 // DDP: every rank ends the step with the gradient of the whole global batch.
                 let mut grads: Vec<Tensor> = params.iter().map(|p| p.tensor.grad()).collect();
                 coll.all_reduce(&mut grads, Op::Avg)?;
-                let (norm, scale) = clip_factor(params, r.grad_clip);
-                opt.step(params, r.lr * factor, scale);
-                StepInfo { lr: r.lr * factor, grad_norm: Some(norm) }
+                let (norm, scale) = clip_factor(params, *grad_clip);
+                opt.step(params, *lr * factor, scale);
+                StepInfo { lr: *lr * factor, grad_norm: Some(norm) }
             }
-            Optimizer::MuonAdam { adam, muon } => {
-                let m = r.muon.as_ref().expect("MuonAdam is built from a recipe with muon");
-                let mu = momentum_warmup(step, m.momentum_warmup, m.momentum_start, m.momentum);
+            Optimizer::MuonAdam { adam, muon, lr } => {
+                let Some(mu) = plan.momentum else {
+                    bail!("optimizer: step {}'s plan has no Muon momentum", plan.step)
+                };
                 adam.step(coll, factor)?;
                 muon.step(coll, factor, mu)?;
-                StepInfo { lr: r.lr * factor, grad_norm: None }
+                StepInfo { lr: *lr * factor, grad_norm: None }
             }
         };
         for p in self.params() {
@@ -107,7 +105,7 @@ impl Optimizer {
         let params = self.params().iter().map(|p| p.tensor.detach().copy()).collect();
         let state = match self {
             Optimizer::AdamW { opt, .. } => vec![opt.save()],
-            Optimizer::MuonAdam { adam, muon } => vec![adam.save(), muon.save()],
+            Optimizer::MuonAdam { adam, muon, .. } => vec![adam.save(), muon.save()],
         };
         Saved { params, state }
     }
@@ -122,7 +120,7 @@ impl Optimizer {
         });
         match (self, saved.state.as_slice()) {
             (Optimizer::AdamW { opt, .. }, [s]) => opt.restore(s),
-            (Optimizer::MuonAdam { adam, muon }, [a, m]) => {
+            (Optimizer::MuonAdam { adam, muon, .. }, [a, m]) => {
                 adam.restore(a)?;
                 muon.restore(m)
             }

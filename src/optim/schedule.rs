@@ -1,4 +1,110 @@
-//! Learning-rate schedules.
+//! The schedule: every step-dependent value of a run, from one place. `Schedule::at(step)` gives
+//! that step's [`Plan`]; the loop, the optimizers and the log read it, and
+//! `train --print-schedule` prints its table. Below it, the curves it is made of.
+use crate::recipe::{LrSchedule, Recipe, Windows};
+
+/// What step `step` runs with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Plan {
+    pub step: u64,
+    /// The learning-rate multiplier of every optimizer.
+    pub lr_factor: f64,
+    /// Muon's momentum (None without Muon).
+    pub momentum: Option<f64>,
+    /// (long, short) attention windows in tokens ((0, 0) without windows).
+    pub windows: (i64, i64),
+}
+
+/// A run's step-dependent values, resolved from the recipe once.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    steps: u64,
+    lr: LrSchedule,
+    warmup_steps: u64,
+    min_lr_frac: f64,
+    /// (lr, start, end, warmup steps) of Muon's momentum.
+    muon: Option<(f64, f64, f64, u64)>,
+    adam_lr: f64,
+    windows: Option<Windows>,
+    untimed_warmup: u64,
+}
+
+impl Schedule {
+    pub fn new(r: &Recipe) -> Schedule {
+        Schedule {
+            steps: r.steps,
+            lr: r.lr_schedule,
+            warmup_steps: r.warmup_steps,
+            min_lr_frac: r.min_lr_frac,
+            muon: r.muon.as_ref().map(|m| (m.lr, m.momentum_start, m.momentum, m.momentum_warmup)),
+            adam_lr: r.lr,
+            windows: r.windows.clone(),
+            untimed_warmup: r.untimed_warmup,
+        }
+    }
+
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// Upstream's untimed warmup steps, run before the clock starts.
+    pub fn untimed_warmup(&self) -> u64 {
+        self.untimed_warmup
+    }
+
+    /// The plan of optimizer step `step` (0-based) of the run.
+    pub fn at(&self, step: u64) -> Plan {
+        let steps = self.steps;
+        let lr_factor = match self.lr {
+            LrSchedule::WarmupCosine => {
+                warmup_cosine(step, steps, self.warmup_steps, 1.0, self.min_lr_frac)
+            }
+            LrSchedule::StableDecay { cooldown_frac } => {
+                stable_decay(step, steps, cooldown_frac, self.min_lr_frac)
+            }
+        };
+        let momentum = self.muon.map(|(_, from, to, over)| momentum_warmup(step, over, from, to));
+        let windows = self.windows.as_ref().map_or((0, 0), |w| w.sizes(step, steps));
+        Plan { step, lr_factor, momentum, windows }
+    }
+
+    /// Untimed warmup step `i`: step 0's plan with the window sizes taken in turn, so each is
+    /// exercised before the clock starts.
+    pub fn warmup(&self, i: u64) -> Plan {
+        let mut plan = self.at(0);
+        if let Some(w) = &self.windows {
+            plan.windows = w.sizes_of(w.schedule[i as usize % w.schedule.len()]);
+        }
+        plan
+    }
+
+    /// The table of `train --print-schedule`: the first and last steps, every step where a
+    /// stage begins (windows change, the lr leaves or enters 1, the momentum reaches its end)
+    /// and every `every` steps.
+    pub fn table(&self, every: u64) -> String {
+        let mut out = String::from("step\tlr_factor\tadam_lr\tmuon_lr\tmomentum\twindows\n");
+        let mut last: Option<Plan> = None;
+        for step in 0..=self.steps {
+            let p = self.at(step);
+            let stage = last.is_none_or(|l| {
+                l.windows != p.windows || (l.lr_factor == 1.0) != (p.lr_factor == 1.0)
+            }) || self.muon.is_some_and(|m| step == m.3);
+            if stage || step == self.steps || (every > 0 && step % every == 0) {
+                let muon_lr = self.muon.map_or("-".into(), |m| format!("{:.6}", m.0 * p.lr_factor));
+                let momentum = p.momentum.map_or("-".into(), |m| format!("{m:.4}"));
+                out.push_str(&format!(
+                    "{step}\t{:.6}\t{:.6}\t{muon_lr}\t{momentum}\t{}/{}\n",
+                    p.lr_factor,
+                    self.adam_lr * p.lr_factor,
+                    p.windows.0,
+                    p.windows.1
+                ));
+            }
+            last = Some(p);
+        }
+        out
+    }
+}
 
 /// llm.c's schedule: linear warmup over `warmup` steps, then cosine decay to `min_lr_frac * lr`
 /// at the last step.

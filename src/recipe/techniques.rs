@@ -83,7 +83,11 @@ impl Windows {
 
     /// (long, short) windows in tokens at `step`.
     pub fn sizes(&self, step: u64, steps: u64) -> (i64, i64) {
-        let ws = self.ws(step, steps);
+        self.sizes_of(self.ws(step, steps))
+    }
+
+    /// (long, short) windows in tokens for window size `ws`: ws and ws/2 blocks.
+    pub fn sizes_of(&self, ws: usize) -> (i64, i64) {
         ((ws * self.block) as i64, (ws / 2 * self.block) as i64)
     }
 }
@@ -134,19 +138,4 @@ pub enum Loader {
     /// made of whole documents from a BOS, each clipped to seq_len (max_doc_len); attention stays
     /// inside documents.
     Bos,
-}
-
-/// Per-layer patterns, one character per layer; the lab rule resamples them to fewer layers.
-pub mod layers {
-    /// `attn_layers`: 'L' long window, 'S' short window, '-' no attention.
-    pub const ATTN: [char; 3] = ['L', 'S', '-'];
-
-    /// Resamples a per-layer pattern to `n` layers by taking the layer at the centre of each
-    /// of `n` equal slices (12 -> 4 takes layers 1, 4, 7, 10), so a symmetric pattern stays
-    /// symmetric.
-    pub fn resample(pattern: &str, n: usize) -> String {
-        let chars: Vec<char> = pattern.chars().collect();
-        let l = chars.len();
-        (0..n).map(|j| chars[((2 * j + 1) * l) / (2 * n)]).collect()
-    }
 }

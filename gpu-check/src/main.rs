@@ -40,7 +40,7 @@ struct Args {
 #[cfg(not(feature = "cuda"))]
 fn main() -> ExitCode {
     Args::parse();
-    eprintln!("gpu-check needs a CUDA build (--features cuda): cargo build --release -p trainer --features cuda --bin gpu-check");
+    eprintln!("gpu-check needs a CUDA build (--features cuda): cargo build --release -p gpu-check --features cuda");
     ExitCode::from(2)
 }
 
@@ -77,6 +77,7 @@ mod gpu {
     use trainer::optim::adamw::{clip_factor, AdamW};
     use trainer::optim::newton_schulz::orthogonalize;
     use trainer::optim::optimizer::Optimizer;
+    use trainer::optim::schedule::Schedule;
     use trainer::recipe::{Recipe, Scale};
     use trainer::shim::{self, AdamWConfig, CudaGraph, CudaStream};
 
@@ -729,6 +730,7 @@ mod gpu {
         let seq = packed(ctx, &r, per_rank)?;
         let mut coll = dist::init(&RankEnv::single(), ctx.dev)?;
         let mut opt = Optimizer::new(params, &r, Kind::BFloat16)?;
+        let schedule = Schedule::new(&r);
         let w = windows_of(&r)?;
         // train.rs's backward: the gradient of upstream's reduction="sum" over a rank's tokens.
         let grad_mult = if r.loss_sum { per_rank as f64 } else { 1.0 };
@@ -738,13 +740,14 @@ mod gpu {
         for i in 0..stages {
             // The first step of stage i: ws(step) = schedule[stages·step / (1 + steps)].
             let step = (i * (r.steps + 1)).div_ceil(stages);
-            let windows = w.sizes(step, r.steps);
+            let plan = schedule.at(step);
+            let windows = plan.windows;
             let fwd = Forward { docs: Some(seq.docs.clone()), windows, training: true };
             let ms = ctx.time_ms(|| {
                 let loss = model.loss(&seq.x, &seq.y, &fwd)?;
                 (&loss * grad_mult).f_backward()?;
                 losses.push(loss.double_value(&[]));
-                opt.step(coll.as_mut(), &r, step, r.steps)?; // DistAdam + Muon, zeroes the grads
+                opt.step(coll.as_mut(), &plan)?; // DistAdam + Muon, zeroes the grads
                 Ok(())
             })?;
             timed.push(Stage { ws: w.ws(step, r.steps), windows, step, ms });

@@ -1,0 +1,61 @@
+//! One transformer block: pre-norm attention, then pre-norm MLP, each added to the residual
+//! stream. Which attention and MLP a layer has is decided once, when the model is built.
+use super::attend::Docs;
+use super::attention::Attention;
+use super::mlp::Mlp;
+use super::norm::Norm;
+use super::relu2_mlp::Relu2Mlp;
+use super::windowed_attention::WindowedAttention;
+use anyhow::{Context, Result};
+use tch::Tensor;
+
+pub enum Attn {
+    /// Record #1: dense causal attention over each row.
+    Dense(Attention),
+    /// Upstream #29's attention over packed documents in a sliding window.
+    Windowed(WindowedAttention),
+    /// No attention in this layer (upstream #20: layer 7).
+    None,
+}
+
+pub enum Ffn {
+    Gelu(Mlp),
+    Relu2(Relu2Mlp),
+}
+
+pub struct Block {
+    pub norm_1: Norm,
+    pub attn: Attn,
+    pub norm_2: Norm,
+    pub mlp: Ffn,
+}
+
+/// What a block reads besides its input: this layer's value embedding, the scalar bank, the
+/// documents and the step's (long, short) windows.
+pub struct BlockIn<'a> {
+    pub ve: Option<&'a Tensor>,
+    pub bank: &'a Tensor,
+    pub docs: Option<&'a Docs>,
+    pub windows: (i64, i64),
+}
+
+impl Block {
+    /// x: [B, T, C] -> [B, T, C]
+    pub fn forward(&self, x: Tensor, i: &BlockIn) -> Result<Tensor> {
+        let h = self.norm_1.forward(&x);
+        let x = match &self.attn {
+            Attn::Dense(a) => &x + a.forward(&h),
+            Attn::Windowed(a) => {
+                let docs = i.docs.context("windowed attention runs on packed documents")?;
+                &x + a.forward(&h, i.ve, i.bank, (docs, i.windows))?
+            }
+            Attn::None => x,
+        };
+        let h = self.norm_2.forward(&x);
+        Ok(&x
+            + match &self.mlp {
+                Ffn::Gelu(m) => m.forward(&h),
+                Ffn::Relu2(m) => m.forward(&h),
+            })
+    }
+}

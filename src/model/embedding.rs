@@ -1,0 +1,64 @@
+//! The token embedding and what turns it into the residual stream's start x0: record #1's
+//! learned positions added to it, or upstream #8's RMSNorm of it (positions then come from
+//! rotary inside attention).
+use super::norm::rms_norm;
+use super::params::{Group, ParamSet};
+use tch::{nn, Kind, Tensor};
+
+pub struct Embedding {
+    table: Tensor,             // [Vp, C]; also the head when tied
+    positions: Option<Tensor>, // [T_max, C] learned positions (record #1)
+    /// x0 = RMSNorm(x0) with this eps (upstream #8).
+    norm_eps: Option<f64>,
+}
+
+impl Embedding {
+    /// `table` starts from `init`; llm.c's padding rows (past `vocab`) are zeroed when
+    /// `zero_padding`.
+    pub fn new(
+        ps: &mut ParamSet,
+        (vocab, padded, c): (i64, i64, i64),
+        init: nn::Init,
+        zero_padding: bool,
+        g: Group,
+    ) -> Embedding {
+        let table = ps.add("embed", &[padded, c], init, g);
+        if zero_padding {
+            tch::no_grad(|| {
+                let _ = table.narrow(0, vocab, padded - vocab).zero_();
+            });
+        }
+        Embedding { table, positions: None, norm_eps: None }
+    }
+
+    /// Adds learned positions: N(0, std) for `max_len` positions.
+    pub fn with_positions(mut self, ps: &mut ParamSet, max_len: i64, std: f64, g: Group) -> Self {
+        let c = self.table.size()[1];
+        self.positions = Some(ps.normal("wpe", &[max_len, c], std, g));
+        self
+    }
+
+    pub fn with_norm(mut self, eps: f64) -> Self {
+        self.norm_eps = Some(eps);
+        self
+    }
+
+    /// The [Vp, C] table, for a tied head.
+    pub fn table(&self) -> Tensor {
+        self.table.shallow_clone()
+    }
+
+    /// idx: [B, T] -> x0 [B, T, C] in `compute`.
+    pub fn forward(&self, idx: &Tensor, compute: Kind) -> Tensor {
+        let mut x = Tensor::embedding(&self.table, idx, -1, false, false);
+        if let Some(wpe) = &self.positions {
+            let pos = Tensor::arange(idx.size()[1], (Kind::Int64, idx.device()));
+            x = &x + Tensor::embedding(wpe, &pos, -1, false, false);
+        }
+        let x = x.to_kind(compute);
+        match self.norm_eps {
+            Some(eps) => rms_norm(&x, eps),
+            None => x,
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! The head: the final norm, the output matrix (the tied embedding, or its own zero-initialised
+//! lm_head from upstream #8), FP8 in training (upstream #19), the softcap (#19's sigmoid form),
+//! and the cross-entropy over the vocabulary (record #1) or over every padded logit (#5 on).
+use super::fp8_head::{fp8_linear, Fp8Scales};
+use super::norm::Norm;
+use super::softcap::softcap;
+use crate::recipe::Softcap;
+use anyhow::Result;
+use tch::{Kind, Tensor};
+
+pub struct Head {
+    pub norm: Norm,
+    weight: Tensor, // [Vp, C]
+    fp8: Option<Fp8Scales>,
+    softcap: Option<Softcap>,
+    /// The softmax runs over the first `vocab` logits; None: over all of them.
+    vocab: Option<i64>,
+    compute: Kind,
+}
+
+impl Head {
+    pub fn new(norm: Norm, weight: Tensor, vocab: Option<i64>, compute: Kind) -> Head {
+        Head { norm, weight, fp8: None, softcap: None, vocab, compute }
+    }
+
+    pub fn with_fp8(mut self, scales: Fp8Scales) -> Self {
+        self.fp8 = Some(scales);
+        self
+    }
+
+    pub fn with_softcap(mut self, s: Softcap) -> Self {
+        self.softcap = Some(s);
+        self
+    }
+
+    /// x: [N, C] normed -> logits [N, Vp] (fp32): FP8 in training when built with it, then the
+    /// softcap.
+    pub fn logits(&self, x: &Tensor, training: bool) -> Result<Tensor> {
+        let logits = match (&self.fp8, training) {
+            (Some(s), true) => fp8_linear(x, &self.weight, s)?,
+            _ => x.matmul(&self.weight.to_kind(self.compute).tr()),
+        };
+        Ok(match &self.softcap {
+            Some(s) => softcap(&logits, s),
+            None => logits.to_kind(Kind::Float),
+        })
+    }
+
+    /// Mean cross-entropy. x: [N, C] normed, targets: [N] -> scalar
+    pub fn loss(&self, x: &Tensor, targets: &Tensor, training: bool) -> Result<Tensor> {
+        let n = x.size()[0];
+        let ce = |x: &Tensor, t: &Tensor, reduction| -> Result<Tensor> {
+            let mut logits = self.logits(x, training)?;
+            if let Some(v) = self.vocab {
+                logits = logits.narrow(-1, 0, v); // [N, V]
+            }
+            Ok(logits.cross_entropy_loss::<Tensor>(t, None, reduction, -100, 0.0))
+        };
+        if training || n <= EVAL_SLICE {
+            return ce(x, targets, tch::Reduction::Mean);
+        }
+        // Upstream's 262,144-token validation sequence would hold several fp32 [N, 50304]
+        // temporaries at once (upstream's compiler fuses them away); evaluate in slices.
+        let mut sum = Tensor::zeros([], (Kind::Float, x.device()));
+        for s in (0..n).step_by(EVAL_SLICE as usize) {
+            let len = EVAL_SLICE.min(n - s);
+            sum += ce(&x.narrow(0, s, len), &targets.narrow(0, s, len), tch::Reduction::Sum)?;
+        }
+        Ok(sum / n as f64)
+    }
+}
+
+/// Tokens per slice of the head in evaluation: one full-scale val batch of record #1 (64 rows
+/// of 1,024), so record #1 never slices.
+const EVAL_SLICE: i64 = 65_536;

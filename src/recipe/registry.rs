@@ -1,0 +1,126 @@
+//! The registry of recipe keys: one entry per key of [`Recipe`](super::Recipe), with the
+//! upstream records that shaped it, what it needs, and how the lab rule maps it. Validation and
+//! the lab rule read this table; a test fails when a key has no entry.
+
+/// How the common lab rule maps a key onto the 2-core CPU.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Lab {
+    /// Unchanged.
+    Same,
+    /// Set by the common `[lab]` table of every manifest.
+    Table,
+    /// A step count: mapped onto the lab budget by the ratio of budgets.
+    Steps,
+    /// A per-layer pattern: resampled to the lab's layer count.
+    Layers,
+    /// A token length: scaled with seq_len.
+    Tokens,
+    /// A validation length: scaled with seq_len, capped at the lab's val tokens per rank.
+    ValTokens,
+    /// A table: the rules of its fields (the others are unchanged).
+    Fields(&'static [(&'static str, Lab)]),
+}
+
+/// One recipe key.
+#[derive(Debug)]
+pub struct Technique {
+    pub key: &'static str,
+    /// Upstream records that introduced or changed it; `[1]` for record #1's base keys.
+    pub records: &'static [u32],
+    /// Keys that must be on when this one is.
+    pub needs: &'static [&'static str],
+    pub lab: Lab,
+}
+
+impl Technique {
+    /// A key after record #1: absent (or its default) means off.
+    pub fn is_technique(&self) -> bool {
+        self.records.first().is_some_and(|&r| r > 1)
+    }
+}
+
+const fn base(key: &'static str, lab: Lab) -> Technique {
+    Technique { key, records: &[1], needs: &[], lab }
+}
+
+const fn technique(
+    key: &'static str,
+    records: &'static [u32],
+    needs: &'static [&'static str],
+) -> Technique {
+    Technique { key, records, needs, lab: Lab::Same }
+}
+
+/// Windows, rotary, QK-norm, value embeddings, the gate, x0 lambdas and U-net skips are parts
+/// of the modern attention block (`attn_layers`) and the residual stream around it.
+const MODERN: &[&str] = &["attn_layers"];
+
+pub const REGISTRY: &[Technique] = &[
+    // Record #1 (llm.c's GPT-2 small).
+    base("vocab_size", Lab::Table),
+    base("padded_vocab_size", Lab::Table),
+    base("n_layer", Lab::Table),
+    base("n_head", Lab::Table),
+    base("n_embd", Lab::Table),
+    base("max_seq_len", Lab::Table),
+    base("ln_eps", Lab::Same),
+    base("init_std", Lab::Same),
+    base("tokenizer", Lab::Table),
+    base("seq_len", Lab::Table),
+    base("batch_rows", Lab::Table),
+    base("batch_tokens", Lab::Table),
+    base("reference_ranks", Lab::Table),
+    base("steps", Lab::Table),
+    base("lr", Lab::Same),
+    base("warmup_steps", Lab::Steps),
+    base("min_lr_frac", Lab::Same),
+    base("beta1", Lab::Same),
+    base("beta2", Lab::Same),
+    base("eps", Lab::Same),
+    base("weight_decay", Lab::Same),
+    base("grad_clip", Lab::Same),
+    base("val_every", Lab::Table),
+    base("val_tokens", Lab::Table),
+    base("seed", Lab::Same),
+    // The modern speedrun, upstream #2-#29.
+    technique("norm", &[4], &[]),
+    technique("embed_norm", &[8], &[]),
+    technique("qk_norm", &[5, 6], MODERN),
+    technique("activation", &[5], &[]),
+    technique("init", &[19], &[]),
+    technique("zero_proj", &[5], &[]),
+    technique("untied_head", &[8], &[]),
+    technique("rotary", &[2, 17], MODERN),
+    technique("x0_lambdas", &[9], MODERN),
+    technique("unet", &[11], MODERN),
+    Technique { lab: Lab::Layers, ..technique("value_embed_layers", &[14, 15, 17], MODERN) },
+    Technique {
+        lab: Lab::Layers,
+        ..technique("attn_layers", &[17, 20], &["rotary", "windows", "loader"])
+    },
+    Technique {
+        lab: Lab::Fields(&[("block", Lab::Tokens)]),
+        ..technique("windows", &[13, 16, 20, 29], MODERN)
+    },
+    technique("attn_scale", &[20], MODERN),
+    technique("attn_gate", &[28], MODERN),
+    technique("softcap", &[9, 18, 19, 28], &[]),
+    technique("fp8_head", &[19, 21, 28], &["untied_head"]),
+    technique("bf16_embeddings", &[18], &[]),
+    technique("loss_over_padding", &[5], &[]),
+    technique("loader", &[26, 29], &["attn_layers", "val_seq_len"]),
+    Technique { lab: Lab::ValTokens, ..technique("val_seq_len", &[29], &["loader"]) },
+    Technique {
+        lab: Lab::Fields(&[("momentum_warmup", Lab::Steps)]),
+        ..technique("muon", &[3, 4, 6, 8, 9, 13, 15, 24], &[])
+    },
+    technique("lr_mul", &[24], &["muon"]),
+    technique("lr_schedule", &[4, 19], &[]),
+    technique("loss_sum", &[21], &[]),
+    Technique { lab: Lab::Steps, ..technique("untimed_warmup", &[29], &[]) },
+];
+
+/// The entry of `key`.
+pub fn entry(key: &str) -> Option<&'static Technique> {
+    REGISTRY.iter().find(|t| t.key == key)
+}

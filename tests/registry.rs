@@ -1,0 +1,141 @@
+//! The registry of recipe keys (src/recipe/registry.rs) covers every key, maps every step-based
+//! key at lab scale, and drives validation; the schedule gives each step's plan.
+use serde::de::{self, Visitor};
+use serde::Deserialize;
+use std::path::Path;
+use trainer::optim::schedule::Schedule;
+use trainer::recipe::registry::{entry, Lab, REGISTRY};
+use trainer::recipe::{Recipe, Scale};
+
+fn manifest(n: u32) -> String {
+    let path = format!("{}/records/{n:02}.toml", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(path).unwrap()
+}
+
+fn record(n: u32, scale: Scale) -> Recipe {
+    let path = format!("{}/records/{n:02}.toml", env!("CARGO_MANIFEST_DIR"));
+    Recipe::from_manifest(Path::new(&path), scale, None).unwrap()
+}
+
+/// The field names serde's derive hands to `deserialize_struct`: every key of `Recipe`.
+fn recipe_keys() -> &'static [&'static str] {
+    struct Names(Option<&'static [&'static str]>);
+    impl<'de> de::Deserializer<'de> for &mut Names {
+        type Error = de::value::Error;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("names only"))
+        }
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0 = Some(fields);
+            Err(de::Error::custom("names only"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+            option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+            ignored_any
+        }
+    }
+    let mut names = Names(None);
+    let _ = Recipe::deserialize(&mut names);
+    names.0.expect("Recipe is a struct")
+}
+
+#[test]
+fn every_recipe_key_has_one_registry_entry() {
+    let keys = recipe_keys();
+    assert!(keys.len() > 40, "{keys:?}");
+    for k in keys {
+        assert!(entry(k).is_some(), "recipe key {k} has no entry in src/recipe/registry.rs");
+    }
+    for t in REGISTRY {
+        assert!(keys.contains(&t.key), "registry entry {} is not a recipe key", t.key);
+        assert_eq!(REGISTRY.iter().filter(|u| u.key == t.key).count(), 1, "{} twice", t.key);
+        for need in t.needs {
+            assert!(entry(need).is_some_and(|n| n.is_technique()), "{} needs {need}", t.key);
+        }
+    }
+}
+
+/// A key (or a field of a key's table) that counts steps must have a lab mapping, and the
+/// common `[lab]` table sets exactly the keys the registry says it does.
+#[test]
+fn every_step_based_key_has_a_lab_mapping() {
+    let full = toml::Table::try_from(record(29, Scale::Full)).unwrap();
+    let counts_steps = |name: &str| name.contains("step") || name.contains("warmup");
+    let rule_of = |key: &str, field: Option<&str>| {
+        let lab = entry(key).unwrap().lab;
+        match (lab, field) {
+            (Lab::Fields(fields), Some(f)) => {
+                fields.iter().find(|(n, _)| *n == f).map_or(Lab::Same, |(_, l)| *l)
+            }
+            (_, Some(_)) => Lab::Same,
+            (lab, None) => lab,
+        }
+    };
+    for (key, value) in &full {
+        if counts_steps(key) && value.is_integer() {
+            assert_ne!(rule_of(key, None), Lab::Same, "{key} counts steps but keeps its value");
+        }
+        for (f, v) in value.as_table().into_iter().flatten() {
+            if counts_steps(f) && v.is_integer() {
+                assert_ne!(rule_of(key, Some(f)), Lab::Same, "{key}.{f} counts steps");
+            }
+        }
+    }
+    for n in [1, 29] {
+        let m: toml::Table = toml::from_str(&manifest(n)).unwrap();
+        let mut lab: Vec<&str> = m["lab"].as_table().unwrap().keys().map(String::as_str).collect();
+        let mut table: Vec<&str> =
+            REGISTRY.iter().filter(|t| t.lab == Lab::Table).map(|t| t.key).collect();
+        lab.sort();
+        table.sort();
+        assert_eq!(lab, table, "records/{n:02}.toml [lab] vs the registry's Lab::Table keys");
+    }
+}
+
+#[test]
+fn record_1_has_no_technique_on_and_29_has_them_all() {
+    assert!(record(1, Scale::Full).techniques_on().unwrap().is_empty());
+    let on = record(29, Scale::Lab).techniques_on().unwrap();
+    let all: Vec<&str> = REGISTRY.iter().filter(|t| t.is_technique()).map(|t| t.key).collect();
+    assert_eq!(on, all);
+}
+
+/// A combination the model cannot run fails when the recipe is read, naming both keys.
+#[test]
+fn a_missing_dependency_names_the_keys() {
+    for (from, to, want) in [
+        ("rotary = { base = 1024.0, truncated = true }", "", "attn_layers needs rotary"),
+        ("untied_head = true", "untied_head = false", "fp8_head needs untied_head"),
+        ("loader = \"bos\"", "", "attn_layers needs loader"),
+    ] {
+        let text = manifest(29).replacen(from, to, 1);
+        let err = format!("{:#}", Recipe::from_manifest_str(&text, Scale::Lab, None).unwrap_err());
+        assert!(err.contains(want), "{err}");
+    }
+}
+
+/// Record #29's schedule (spec §3, §5): windows (3, 7, 11) x 128 in three stages, the decay
+/// from step 919, the momentum reaching 0.95 at step 300.
+#[test]
+fn record_29_schedule_gives_each_steps_plan() {
+    let s = Schedule::new(&record(29, Scale::Full));
+    let at = |step| s.at(step);
+    assert_eq!((at(0).windows, at(556).windows), ((384, 128), (384, 128)));
+    assert_eq!((at(557).windows, at(1114).windows), ((896, 384), (1408, 640)));
+    assert_eq!((at(0).lr_factor, at(918).lr_factor), (1.0, 1.0));
+    assert!(at(919).lr_factor < 1.0);
+    assert_eq!(at(0).momentum, Some(0.85));
+    assert!((at(300).momentum.unwrap() - 0.95).abs() < 1e-12);
+    assert_eq!(s.warmup(1).windows, (896, 384), "warmup cycles the sizes");
+    let table = s.table(0);
+    let steps: Vec<&str> = table.lines().skip(1).map(|l| l.split('\t').next().unwrap()).collect();
+    assert_eq!(steps, ["0", "300", "557", "919", "1114", "1670"], "{table}");
+    let none = Schedule::new(&record(1, Scale::Full));
+    assert_eq!((none.at(5).momentum, none.at(5).windows), (None, (0, 0)));
+}
