@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The packages a tree holds; the rest are dependencies from the registry.
-const TREE_PACKAGES: [&str; 3] = ["trainer", "corpus", "records"];
+const TREE_PACKAGES: [&str; 2] = ["trainer", "corpus"];
 
 /// Holds the tree build lock; the last tree built is recorded beside it.
 pub struct TreeBuild {

@@ -22,6 +22,9 @@ pub fn check(root: &Path, build: bool, log: &mut dyn FnMut(&str)) -> Result<Vec<
     let catalog = Catalog::load(root)?;
     let series = Series::load(root)?;
     stray_patches(root, &series.numbers())?;
+    for r in series.records() {
+        scope(root, r)?;
+    }
     let repo = apply::scratch_repo()?;
     let first = series.numbers()[0];
     let trees = series.trees(&repo, first)?;
@@ -69,6 +72,7 @@ pub fn check(root: &Path, build: bool, log: &mut dyn FnMut(&str)) -> Result<Vec<
         for r in series.numbers() {
             let dir = tree_dir(root, r);
             tree::write_dir(&repo, trees[&r], &dir)?;
+            tree::write_head_manifests(root, &dir)?;
             // Release profile for both: libtorch's bindings (a minutes-long C++ build script)
             // then build once for all trees and their replays.
             let action = if r == first || r == newest { "build" } else { "check" };
@@ -80,6 +84,27 @@ pub fn check(root: &Path, build: bool, log: &mut dyn FnMut(&str)) -> Result<Vec<
         }
     }
     Ok(out)
+}
+
+/// A record's patch is the record's change to the trainer, nothing else: the CLI, README, docs,
+/// scripts and the GPU check belong to no record.
+fn scope(root: &Path, r: &super::Record) -> Result<()> {
+    for (k, c) in r.commits.iter().enumerate() {
+        let files = super::patch::parse(&c.diff).with_context(|| {
+            format!("record #{}: commit {}/{}", r.number, k + 1, r.commits.len())
+        })?;
+        if let Some(f) = files.iter().find(|f| !tree::is_trainer_path(f.path())) {
+            bail!(
+                "{}: commit {}/{} {:?} touches {}, which belongs to no record; a record's patch changes only the trainer (Cargo.toml, Cargo.lock, build.rs, src/, tests/, corpus/)",
+                patch_path(root, r.number).display(),
+                k + 1,
+                r.commits.len(),
+                c.subject,
+                f.path()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Every `patches/NN.patch` needs a manifest, or it would silently drop out of the chain.

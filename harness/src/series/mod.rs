@@ -208,5 +208,6 @@ pub fn materialize(root: &Path, record: u32) -> anyhow::Result<PathBuf> {
     let tree = series.tree(&repo, record)?;
     let dir = tree_dir(root, record);
     tree::write_dir(&repo, tree, &dir)?;
+    tree::write_head_manifests(root, &dir)?;
     Ok(dir)
 }

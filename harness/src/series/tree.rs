@@ -8,10 +8,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
-/// Top-level folders that are the lab around the trainer, not the trainer. `.cargo` is left out
-/// so a materialized tree picks up the checkout's cargo config (LIBTORCH relative to the root).
-const NOT_TRAINER: [&str; 9] =
-    ["records", "patches", "docs", "results", "data", "target", ".venv", ".git", ".cargo"];
+/// What a record's trainer tree holds: what the trainer needs to build and test. Everything
+/// else (the CLI, README, docs, scripts, the GPU check, manifests and patches) belongs to no
+/// record and lives at HEAD only. `.cargo` is left out so a materialized tree picks up the
+/// checkout's cargo config (LIBTORCH relative to the root).
+const TRAINER_FILES: [&str; 4] = ["Cargo.toml", "Cargo.lock", "build.rs", "rustfmt.toml"];
+const TRAINER_DIRS: [&str; 3] = ["src", "tests", "corpus"];
 
 /// Names the file in the tree that holds the tree's id, so an unchanged tree is not rewritten
 /// (rewriting would touch mtimes and make cargo rebuild).
@@ -33,8 +35,10 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> TreeError + '_ {
 
 /// Whether a repo-relative path belongs to the trainer tree.
 pub fn is_trainer_path(path: &str) -> bool {
-    let top = path.split('/').next().unwrap_or(path);
-    !NOT_TRAINER.contains(&top)
+    match path.split_once('/') {
+        Some((top, _)) => TRAINER_DIRS.contains(&top),
+        None => TRAINER_FILES.contains(&path),
+    }
 }
 
 /// The trainer files of the working directory: tracked or untracked-but-not-ignored, present on
@@ -196,6 +200,32 @@ pub fn write_dir(repo: &Repository, tree: Oid, dest: &Path) -> Result<(), TreeEr
     Ok(())
 }
 
+/// Copies the manifests of the workspace members that live at HEAD only (the CLI, the GPU
+/// check) from the checkout at `root` into the tree at `dest`: cargo loads every member's
+/// manifest to build the trainer, but compiles none of them. They are not part of the tree.
+pub fn write_head_manifests(root: &Path, dest: &Path) -> Result<(), TreeError> {
+    let workspace = root.join("Cargo.toml");
+    let text = std::fs::read_to_string(&workspace).map_err(io(&workspace))?;
+    let members: Vec<String> = toml::from_str::<toml::Table>(&text)
+        .ok()
+        .and_then(|t| t.get("workspace")?.get("members")?.as_array().cloned())
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.as_str().map(str::to_string))
+        .collect();
+    let head_only = |m: &&String| *m != "." && !is_trainer_path(&format!("{m}/Cargo.toml"));
+    for member in members.iter().filter(head_only) {
+        let (from, to) =
+            (root.join(member).join("Cargo.toml"), dest.join(member).join("Cargo.toml"));
+        let data = std::fs::read(&from).map_err(io(&from))?;
+        if std::fs::read(&to).ok().as_deref() != Some(data.as_slice()) {
+            std::fs::create_dir_all(dest.join(member)).map_err(io(dest))?;
+            std::fs::write(&to, data).map_err(io(&to))?;
+        }
+    }
+    Ok(())
+}
+
 fn write_file(file: &Path, mode: i32, data: &[u8]) -> std::io::Result<()> {
     #[cfg(unix)]
     if mode == 0o120000 {
@@ -218,7 +248,12 @@ mod tests {
     fn lab_folders_are_not_trainer() {
         assert!(is_trainer_path("src/model/gpt.rs"));
         assert!(is_trainer_path("Cargo.toml"));
-        assert!(is_trainer_path("harness/src/lib.rs"));
+        assert!(is_trainer_path("tests/common/mod.rs"));
+        assert!(is_trainer_path("corpus/src/shard.rs"));
+        assert!(!is_trainer_path("harness/src/lib.rs"));
+        assert!(!is_trainer_path("README.md"));
+        assert!(!is_trainer_path("gpu-check/src/main.rs"));
+        assert!(!is_trainer_path("scripts/gpu-check.sh"));
         assert!(!is_trainer_path("records/01.toml"));
         assert!(!is_trainer_path("patches/29.patch"));
         assert!(!is_trainer_path(".cargo/config.toml"));
