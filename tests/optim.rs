@@ -180,7 +180,7 @@ fn dist_adam_rounds_bf16_state_once() {
     let p0 = data(&[64, 4], 3).to_kind(Kind::BFloat16);
     let (g1, g2) = (data(&[64, 4], 4), data(&[64, 4], 5));
     let mut opt = DistAdam::new(vec![param("embed", p0.copy(), 1.0)], cfg).unwrap();
-    // float64 reference of "fp32 arithmetic, one rounding to bf16 per state and step".
+    // float64 reference of "fp32 arithmetic, one rounding to bf16 per state, param and step".
     let round = |x: &Tensor| x.to_kind(Kind::BFloat16).to_kind(Kind::Double);
     let (mut m, mut v) = (Tensor::zeros([64, 4], F64), Tensor::zeros([64, 4], F64));
     let mut p = p0.to_kind(Kind::Double);
@@ -190,10 +190,11 @@ fn dist_adam_rounds_bf16_state_once() {
         set_grad(&opt.params()[0], &gb);
         opt.step(&mut Single, 1.0).unwrap();
         let g = gb.to_kind(Kind::Double);
-        m = round(&(&m * 0.8 + &g * 0.2));
-        v = round(&(&v * 0.95 + &g * &g * 0.05));
+        // The update reads the new moments before they are stored (rounded) as state.
+        let (m_new, v_new) = (&m * 0.8 + &g * 0.2, &v * 0.95 + &g * &g * 0.05);
         let bias = (1.0 - 0.95f64.powi(t)).sqrt() / (1.0 - 0.8f64.powi(t));
-        p = round(&(&p - &m / (v.sqrt() + 1e-10) * (0.01 * bias)));
+        p = round(&(&p - &m_new / (v_new.sqrt() + 1e-10) * (0.01 * bias)));
+        (m, v) = (round(&m_new), round(&v_new));
         naive_m = &naive_m * 0.8 + &gb * 0.2; // bf16 all the way: two extra roundings
     }
     let state = opt.save();

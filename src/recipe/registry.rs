@@ -111,7 +111,8 @@ pub const REGISTRY: &[Technique] = &[
     technique("loader", &[26, 29], &["attn_layers", "val_seq_len"]),
     Technique { lab: Lab::ValTokens, ..technique("val_seq_len", &[29], &["loader"]) },
     Technique {
-        lab: Lab::Fields(&[("momentum_warmup", Lab::Steps)]),
+        // ns_steps counts Newton-Schulz iterations, not training steps: it keeps its value.
+        lab: Lab::Fields(&[("momentum_warmup", Lab::Steps), ("ns_steps", Lab::Same)]),
         ..technique("muon", &[3, 4, 6, 8, 9, 13, 15, 24], &[])
     },
     technique("lr_mul", &[24], &["muon"]),
