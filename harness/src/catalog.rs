@@ -3,6 +3,7 @@
 //! A manifest holds upstream's facts (`[record]`), the figures of its official logs
 //! (`[evidence]`), the trainer's recipe (`[recipe]`, checked by the trainer itself), the lab-scale
 //! overrides (`[lab]`) and review notes anchored in the record's patch (`[[notes]]`).
+use crate::recipe_keys;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -27,6 +28,9 @@ pub struct Manifest {
     pub lab_target: Option<LabTarget>,
     #[serde(default)]
     pub notes: Vec<Note>,
+    /// Every key path of `[recipe]` (`lr`, `rotary.base`) and its line, for [`recipe_keys`].
+    #[serde(skip)]
+    pub recipe_keys: Vec<(String, usize)>,
 }
 
 /// The val loss record #1 reaches at the end of the lab budget on the default corpus, as 3.28
@@ -62,6 +66,9 @@ pub struct RecordFacts {
     pub upstream_folder: String,
     /// What changed and why, in our words.
     pub claim: String,
+    /// The git tree id of the record's trainer, as the series derives it; written by `records
+    /// series capture`/`import` and verified by `records series check`.
+    pub tree: Option<String>,
 }
 
 /// The official logs' figures.
@@ -103,6 +110,7 @@ impl Manifest {
             anyhow::anyhow!("{}: line {line}: {}", path.display(), e.message().trim())
         })?;
         m.path = path.to_path_buf();
+        m.recipe_keys = recipe_keys::key_lines(&text);
         m.validate()?;
         Ok(m)
     }
@@ -151,10 +159,21 @@ impl Manifest {
     }
 }
 
-/// All manifests under `records/`, sorted by number.
+/// A manifest that does not load: the others stay usable, and this one's error is what any
+/// command that needs it reports.
+#[derive(Debug, Clone)]
+pub struct Broken {
+    pub path: PathBuf,
+    /// From the file name (`29.toml`), so the series still knows its place in the chain.
+    pub number: Option<u32>,
+    pub error: String,
+}
+
+/// All manifests under `records/`, sorted by number; the ones that do not load are set aside.
 #[derive(Debug, Clone)]
 pub struct Catalog {
     records: Vec<Manifest>,
+    broken: Vec<Broken>,
 }
 
 impl Catalog {
@@ -162,23 +181,54 @@ impl Catalog {
         let dir = root.join("records");
         let entries =
             std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))?;
-        let mut records = Vec::new();
+        let mut loaded = Vec::new();
+        let mut broken = Vec::new();
         for entry in entries {
             let path = entry?.path();
             if path.extension().is_some_and(|e| e == "toml") {
-                records.push(Manifest::load(&path)?);
+                match Manifest::load(&path) {
+                    Ok(m) => loaded.push(m),
+                    Err(e) => broken.push(Broken::new(path, format!("{e:#}"))),
+                }
             }
         }
-        records.sort_by_key(|m| m.record.number);
-        Ok(Catalog { records })
+        loaded.sort_by_key(|m| m.record.number);
+        let known = recipe_keys::known(&loaded);
+        let mut records = Vec::new();
+        for m in loaded {
+            match recipe_keys::check(&m, &known) {
+                Ok(()) => records.push(m),
+                Err(error) => broken.push(Broken::new(m.path, error)),
+            }
+        }
+        broken.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(Catalog { records, broken })
     }
 
+    /// The manifests that loaded.
     pub fn records(&self) -> &[Manifest] {
         &self.records
     }
 
-    /// The record numbered `n`, or an error that lists the known ones.
+    /// The manifests that did not load.
+    pub fn broken(&self) -> &[Broken] {
+        &self.broken
+    }
+
+    /// Every record that has a manifest, loaded or not, oldest first: the chain of the series.
+    pub fn chain(&self) -> Vec<u32> {
+        let mut chain: Vec<u32> = self.records.iter().map(|m| m.record.number).collect();
+        chain.extend(self.broken.iter().filter_map(|b| b.number));
+        chain.sort_unstable();
+        chain.dedup();
+        chain
+    }
+
+    /// The record numbered `n`, its manifest's error, or an error that lists the known ones.
     pub fn get(&self, n: u32) -> Result<&Manifest> {
+        if let Some(b) = self.broken.iter().find(|b| b.number == Some(n)) {
+            bail!("{}", b.error);
+        }
         self.records.iter().find(|m| m.record.number == n).with_context(|| {
             let known: Vec<String> =
                 self.records.iter().map(|m| m.record.number.to_string()).collect();
@@ -191,8 +241,15 @@ impl Catalog {
         self.get(1)?.lab_target.as_ref().context("records/01.toml has no [lab_target] table")
     }
 
-    /// The newest record: its trainer is `src/` at HEAD.
+    /// The newest record that loaded: its trainer is `src/` at HEAD.
     pub fn newest(&self) -> Option<&Manifest> {
         self.records.last()
+    }
+}
+
+impl Broken {
+    fn new(path: PathBuf, error: String) -> Broken {
+        let number = path.file_stem().and_then(|s| s.to_str()).and_then(|s| s.parse().ok());
+        Broken { path, number, error }
     }
 }

@@ -46,3 +46,15 @@ pub fn default_sdist(root: &Path) -> Result<PathBuf> {
         )
     })
 }
+
+/// Checks every train and val shard in `dir` against the vocabulary the run will use, so a
+/// shard made with another tokenizer fails here, naming the shard, the position and the id,
+/// and not as a panic inside the trainer.
+pub fn check_token_ids(dir: &Path, vocab: usize) -> Result<()> {
+    for split in ["train", "val"] {
+        for file in corpus::shard::shard_files(dir, split)? {
+            corpus::shard::Shard::open(&file)?.check_ids(vocab)?;
+        }
+    }
+    Ok(())
+}

@@ -74,6 +74,8 @@ pub enum DownloadError {
         #[source]
         source: reqwest::Error,
     },
+    #[error("GET {url}: the server sent no answer within {} s; check the network and the endpoint (--endpoint or HF_ENDPOINT), then rerun (finished files are kept, a partial one resumes)", .waited.as_secs())]
+    NoAnswer { url: String, waited: Duration },
     #[error("GET {url}: HTTP {status}; check the endpoint (--endpoint or HF_ENDPOINT)")]
     Status { url: String, status: StatusCode },
     #[error("GET {url}: redirect without a usable Location header")]
@@ -119,7 +121,12 @@ pub struct DownloadOptions {
     pub pinned_sha256: Vec<(String, String)>,
     /// Ignore `HTTP(S)_PROXY` (for loopback servers).
     pub no_proxy: bool,
+    /// How long to wait for the server to answer a request, and then for each read.
+    pub timeout: Duration,
 }
+
+/// How long a silent server is waited for by default.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl DownloadOptions {
     /// The usual options: endpoint from the environment, upstream's pinned hashes.
@@ -133,6 +140,7 @@ impl DownloadOptions {
                 .map(|(f, h)| (f.to_string(), h.to_string()))
                 .collect(),
             no_proxy: false,
+            timeout: DEFAULT_TIMEOUT,
         }
     }
 }
@@ -169,9 +177,9 @@ pub fn download_fineweb(opts: &DownloadOptions) -> anyhow::Result<Vec<PathBuf>> 
     let mut builder = Client::builder()
         // Redirects are followed by hand so the hub's X-Linked-* headers can be read.
         .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(Duration::from_secs(30))
+        .connect_timeout(opts.timeout.min(Duration::from_secs(30)))
         // Per read on a blocking body, so a stalled connection fails instead of hanging.
-        .timeout(Duration::from_secs(120));
+        .timeout(opts.timeout);
     if opts.no_proxy {
         builder = builder.no_proxy();
     }
@@ -187,7 +195,14 @@ pub fn download_fineweb(opts: &DownloadOptions) -> anyhow::Result<Vec<PathBuf>> 
                 .map_err(|source| DownloadError::BadExisting { path: dest.clone(), source })?;
         } else {
             let pin = opts.pinned_sha256.iter().find(|(f, _)| *f == file).map(|(_, h)| h.as_str());
-            fetch(&client, &file_url(&endpoint, &file), &file, &dest, pin)?;
+            let url = file_url(&endpoint, &file);
+            // A silent server would otherwise look like a hung command.
+            eprintln!(
+                "records: {file}: waiting for {} (gives up after {} s of silence)",
+                url,
+                opts.timeout.as_secs()
+            );
+            fetch(&client, &url, &file, &dest, pin, opts.timeout)?;
         }
         paths.push(dest);
     }
@@ -222,7 +237,12 @@ fn sha256_etag(tag: &str) -> Option<String> {
 
 /// GET `url` with an optional `Range: bytes={have}-`, following redirects and keeping the
 /// Range on every hop.
-fn get(client: &Client, url: &str, have: u64) -> Result<(Response, Linked), DownloadError> {
+fn get(
+    client: &Client,
+    url: &str,
+    have: u64,
+    timeout: Duration,
+) -> Result<(Response, Linked), DownloadError> {
     let mut linked = Linked::default();
     let mut url = reqwest::Url::parse(url)
         .map_err(|_| DownloadError::BadRedirect { url: url.to_string() })?;
@@ -231,9 +251,9 @@ fn get(client: &Client, url: &str, have: u64) -> Result<(Response, Linked), Down
         if have > 0 {
             req = req.header(RANGE, format!("bytes={have}-"));
         }
-        let resp = req.send().map_err(|source| DownloadError::Http {
-            url: url.to_string(),
-            source: source.without_url(),
+        let resp = req.send().map_err(|source| match source.is_timeout() {
+            true => DownloadError::NoAnswer { url: url.to_string(), waited: timeout },
+            false => DownloadError::Http { url: url.to_string(), source: source.without_url() },
         })?;
         linked.absorb(resp.headers());
         if !resp.status().is_redirection() {
@@ -257,12 +277,13 @@ fn fetch(
     file: &str,
     dest: &Path,
     pin: Option<&str>,
+    timeout: Duration,
 ) -> Result<(), DownloadError> {
     let part = dest.with_file_name(format!("{file}.part"));
     let mut retried_416 = false;
     let (mut resp, linked, have) = loop {
         let have = fs::metadata(&part).map(|m| m.len()).unwrap_or(0);
-        let (resp, linked) = get(client, url, have)?;
+        let (resp, linked) = get(client, url, have, timeout)?;
         match resp.status() {
             StatusCode::RANGE_NOT_SATISFIABLE if have > 0 && range_total(&resp) == Some(have) => {
                 // An earlier run got every byte but stopped before the checks: finish it.

@@ -9,6 +9,9 @@ mod cmd;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Print long output straight to the terminal instead of through $PAGER (less -FRX).
+    #[arg(long, global = true)]
+    no_pager: bool,
 }
 
 #[derive(Subcommand)]
@@ -30,7 +33,30 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    records::pager::die_quietly_on_closed_pipe();
     let cli = Cli::parse();
+    let paged = matches!(
+        &cli.command,
+        Command::Show(_)
+            | Command::Diff(_)
+            | Command::Review(_)
+            | Command::Series(cmd::series::Args {
+                command: cmd::series::Command::Check { build: false }
+            })
+    );
+    let builds = matches!(
+        &cli.command,
+        Command::Replay(_)
+            | Command::Series(cmd::series::Args {
+                command: cmd::series::Command::Check { build: true }
+            })
+    );
+    if builds {
+        if let Err(e) = records::signals::install() {
+            eprintln!("records: warning: cannot handle SIGINT/SIGTERM ({e}); an interrupted run may leave temporaries");
+        }
+    }
+    let pager = records::pager::start(paged && !cli.no_pager);
     let result = match cli.command {
         Command::List(a) => cmd::list::run(a),
         Command::Show(a) => cmd::show::run(a),
@@ -40,10 +66,12 @@ fn main() -> ExitCode {
         Command::Diff(a) => cmd::diff::run(a),
         Command::Review(a) => cmd::review::run(a),
     };
+    drop(pager);
+    records::signals::wait_if_stopping();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("records: error: {e:#}");
+            eprintln!("records: error: {}", records::report::chain(&e));
             ExitCode::FAILURE
         }
     }

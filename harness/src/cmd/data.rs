@@ -79,7 +79,7 @@ pub struct InfoArgs {
 #[derive(clap::Args)]
 pub struct FinewebArgs {
     /// Train shards to fetch (100M tokens each, 1..=103); the val shard always comes too.
-    #[arg(long, default_value_t = records::download::DEFAULT_TRAIN_SHARDS)]
+    #[arg(long, default_value_t = records::download::DEFAULT_TRAIN_SHARDS, value_parser = clap::value_parser!(u32).range(1..=103))]
     pub train_shards: u32,
     /// Destination folder [default: <repo>/data/fineweb10B].
     #[arg(long)]
@@ -87,6 +87,9 @@ pub struct FinewebArgs {
     /// Hub endpoint [default: $HF_ENDPOINT, else https://huggingface.co].
     #[arg(long)]
     pub endpoint: Option<String>,
+    /// Seconds to wait for a silent server before giving up (rerun to resume).
+    #[arg(long, default_value_t = records::download::DEFAULT_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout: u64,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -201,6 +204,7 @@ fn fineweb(args: FinewebArgs) -> Result<()> {
     };
     let mut opts = DownloadOptions::new(dest, args.train_shards);
     opts.endpoint = args.endpoint;
+    opts.timeout = std::time::Duration::from_secs(args.timeout);
     let files = download::download_fineweb(&opts)
         .with_context(|| format!("downloading FineWeb shards into {}", opts.dest.display()))?;
     for f in &files {

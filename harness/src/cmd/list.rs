@@ -1,5 +1,5 @@
 //! `records list`: the records, one line each.
-use records::{catalog::Catalog, paths};
+use records::paths;
 
 /// List the records with upstream's PR, date, official time and steps.
 #[derive(clap::Args)]
@@ -7,7 +7,7 @@ pub struct Args {}
 
 pub fn run(_args: Args) -> anyhow::Result<()> {
     let root = paths::repo_root()?;
-    let catalog = Catalog::load(&root)?;
+    let catalog = super::load_catalog(&root, None)?;
     println!(
         "{:>3}  {:<8} {:<10}  {:>16}  {:>6}  title",
         "#", "PR", "date", "official (8xH100)", "steps"

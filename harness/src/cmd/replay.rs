@@ -2,7 +2,7 @@
 use anyhow::{Context, Result};
 use corpus::tokenizer::Tokenizer;
 use indicatif::{ProgressBar, ProgressStyle};
-use records::catalog::{Catalog, Manifest, TARGET_VAL_LOSS};
+use records::catalog::{Manifest, TARGET_VAL_LOSS};
 use records::launch::{launch, LaunchOpts, Stream};
 use records::replay::{build_trainer, PendingResults};
 use records::{corpora, paths, runlog, series, verdict::Verdict};
@@ -15,24 +15,24 @@ pub struct Args {
     /// Record number (see `records list`).
     pub record: u32,
     /// Step budget [default: 250 at lab scale (the [lab] table), the record's own at full].
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub steps: Option<u64>,
     /// Independent runs (seeds seed, seed+1, ...) for the t-test against the target.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: u32,
     /// full: upstream's recipe (needs FineWeb shards: `records data fineweb`); lab: CPU-sized
     /// [default: lab, or full with --gpus].
     #[arg(long, value_enum)]
     pub scale: Option<ScaleArg>,
     /// CPU ranks (processes) per node; the batch is split across them.
-    #[arg(long, default_value_t = 1, conflicts_with = "gpus")]
+    #[arg(long, default_value_t = 1, conflicts_with = "gpus", value_parser = at_least_one())]
     pub ranks: usize,
     /// GPU ranks per node (one process per GPU); fewer than the official 8 keep its batch by
     /// gradient accumulation. Builds the trainer with CUDA (run `scripts/setup.sh --cuda`).
-    #[arg(long, alias = "nproc-per-node")]
+    #[arg(long, alias = "nproc-per-node", value_parser = at_least_one())]
     pub gpus: Option<usize>,
     /// Nodes in the job (run the same command on each, with its --node-rank).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = at_least_one())]
     pub nnodes: usize,
     #[arg(long, default_value_t = 0)]
     pub node_rank: usize,
@@ -40,7 +40,7 @@ pub struct Args {
     #[arg(long)]
     pub master_addr: Option<String>,
     /// Rank 0's port [default: a free port, on one node].
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub master_port: Option<u16>,
     /// Shard folder [default: data/default at lab scale, data/fineweb10B at full scale].
     #[arg(long)]
@@ -61,6 +61,11 @@ pub struct Args {
     pub results: Option<PathBuf>,
 }
 
+/// A count that must be positive, checked by clap so the error names the flag.
+fn at_least_one() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::new().range(1..)
+}
+
 #[derive(Clone, Copy, PartialEq, clap::ValueEnum)]
 pub enum ScaleArg {
     Lab,
@@ -68,20 +73,34 @@ pub enum ScaleArg {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    anyhow::ensure!(args.runs >= 1, "--runs must be at least 1");
+    anyhow::ensure!(
+        args.node_rank < args.nnodes,
+        "--node-rank {} must be below --nnodes {}",
+        args.node_rank,
+        args.nnodes
+    );
     let root = paths::repo_root()?;
-    let catalog = Catalog::load(&root)?;
+    let catalog = super::load_catalog(&root, Some(args.record))?;
     let m = catalog.get(args.record)?;
     let cuda = args.gpus.is_some();
     let lab =
         args.scale.unwrap_or(if cuda { ScaleArg::Full } else { ScaleArg::Lab }) == ScaleArg::Lab;
     let (scale, target) =
         if lab { ("lab", catalog.lab_target()?.val_loss) } else { ("full", TARGET_VAL_LOSS) };
+    if args.nnodes > 1 && args.master_addr.is_none() {
+        anyhow::bail!("--master-addr is needed with --nnodes {}: rank 0's host", args.nnodes);
+    }
+    if cuda {
+        records::replay::check_cuda_setup(&root)?;
+    }
     let data = match (&args.data, lab) {
         (Some(d), _) => d.clone(),
         (None, true) => corpora::ensure_default(&root, &Tokenizer::byte())?.0,
         (None, false) => records::download::default_dest(&root),
     };
+    if let Some(vocab) = vocab_size(m, lab) {
+        corpora::check_token_ids(&data, vocab)?;
+    }
     let steps = args.steps.unwrap_or(if lab { lab_budget(m)? } else { m.record.steps });
     // Upstream's rule: a record must beat its parent re-timed on the same hardware.
     let parent = match args.baseline {
@@ -222,6 +241,13 @@ fn lab_budget(m: &Manifest) -> Result<u64> {
     let steps =
         steps.with_context(|| format!("{}: [lab] has no integer `steps`", m.path.display()))?;
     Ok(steps as u64)
+}
+
+/// The recipe's `vocab_size` (the `[lab]` table's at lab scale), when it has one.
+fn vocab_size(m: &Manifest, lab: bool) -> Option<usize> {
+    let from = |t: &toml::Table| t.get("vocab_size").and_then(|v| v.as_integer());
+    let n = if lab { from(&m.lab).or_else(|| from(&m.recipe)) } else { from(&m.recipe) };
+    n.and_then(|n| usize::try_from(n).ok())
 }
 
 fn seed_of(m: &Manifest) -> u64 {

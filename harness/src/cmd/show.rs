@@ -1,5 +1,5 @@
 //! `records show N`: one record's facts, evidence and recipe.
-use records::{catalog::Catalog, paths};
+use records::paths;
 
 /// Show one record: upstream facts, the official figures and its recipe.
 #[derive(clap::Args)]
@@ -10,7 +10,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let root = paths::repo_root()?;
-    let catalog = Catalog::load(&root)?;
+    let catalog = super::load_catalog(&root, Some(args.record))?;
     let m = catalog.get(args.record)?;
     let r = &m.record;
     println!("Record #{}: {}", r.number, r.title);

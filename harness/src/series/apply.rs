@@ -38,13 +38,14 @@ pub enum ApplyError {
         hunk: Option<String>,
         reason: String,
     },
-    #[error("{}: {source}; {}", step_text(.record, .commit, .subject, .direction), hint(.record))]
+    #[error("{}: {error}; {}", step_text(.record, .commit, .subject, .direction), hint(.record))]
     Parse {
         record: u32,
         commit: String,
         subject: String,
         direction: Direction,
-        source: patch::PatchError,
+        /// In the message, so not a `source` (that would print it twice).
+        error: patch::PatchError,
     },
     #[error("git: {0}")]
     Git(#[from] git2::Error),
@@ -76,12 +77,12 @@ pub fn scratch_repo() -> Result<Repository, git2::Error> {
 /// Applies `diff` (one commit of a record's patch, as written) to `tree` in the given
 /// direction, returning the new tree.
 pub fn apply(repo: &Repository, tree: Oid, diff: &str, step: &Step) -> Result<Oid, ApplyError> {
-    let files = patch::parse(diff).map_err(|source| ApplyError::Parse {
+    let files = patch::parse(diff).map_err(|error| ApplyError::Parse {
         record: step.record,
         commit: format!("{}/{}", step.commit, step.commits),
         subject: step.subject.to_string(),
         direction: step.direction,
-        source,
+        error,
     })?;
     let text: String = match step.direction {
         Direction::Forward => diff.to_string(),

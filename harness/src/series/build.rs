@@ -10,6 +10,7 @@ use super::{build_dir, tree::MARKER};
 use anyhow::{bail, Context, Result};
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::os::unix::process::CommandExt;
 use std::process::Command;
 
 /// The packages a tree holds; the rest are dependencies from the registry.
@@ -66,10 +67,13 @@ impl TreeBuild {
 /// Runs cargo in `dir` with `target` as its target dir; the error names the command.
 pub fn run_cargo(target: &Path, dir: &Path, args: &[&str]) -> Result<()> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    // A process group of its own, so a signal to `records` stops rustc and the build scripts
+    // with cargo (see `crate::signals`).
     let status = Command::new(&cargo)
         .args(args)
         .current_dir(dir)
         .env("CARGO_TARGET_DIR", target)
+        .process_group(0)
         .status()
         .with_context(|| format!("running cargo in {} (is Rust installed?)", dir.display()))?;
     if !status.success() {

@@ -1,7 +1,7 @@
 //! `records series capture NN --since REV`: a new record's patch from this checkout's own
 //! history. The commits in REV..HEAD become the patch's commits (trainer files only; commits
 //! that touch no trainer file are skipped), authors, dates and messages kept.
-use super::{export::write_atomic, mailbox, mailbox::Commit, patch_path, tree, Series};
+use super::{export::write_atomic, mailbox, mailbox::Commit, patch_path, tree};
 use anyhow::{bail, Context, Result};
 use git2::{Repository, Sort};
 use std::path::{Path, PathBuf};
@@ -42,13 +42,15 @@ pub fn capture(root: &Path, record: u32, since: &str, force: bool) -> Result<(Pa
         bail!("no commit in {since}..HEAD changes a trainer file; nothing to capture");
     }
     write_atomic(&path, mailbox::write(&commits).as_bytes())?;
+    super::recorded::record(root)
+        .context("the series no longer reverse-applies after the capture")?;
     Ok((path, commits.len()))
 }
 
 fn newest_manifest(root: &Path) -> Result<u32> {
     let catalog = crate::catalog::Catalog::load(root)?;
-    match catalog.newest() {
-        Some(m) => Ok(m.record.number),
+    match catalog.chain().last() {
+        Some(&n) => Ok(n),
         None => {
             bail!("{} holds no manifest; add records/NN.toml first", root.join("records").display())
         }
@@ -63,12 +65,4 @@ pub fn has_uncommitted_trainer_changes(root: &Path) -> Result<bool> {
     let mut head = tree::files(&repo, repo.head()?.peel_to_tree()?.id())?;
     head.retain(|path, _| tree::is_trainer_path(path));
     Ok(work != head)
-}
-
-/// The chain must still hold together after a capture; this is the cheap part of `check`.
-pub fn verify(root: &Path) -> Result<()> {
-    let series = Series::load(root)?;
-    let repo = super::apply::scratch_repo()?;
-    series.trees(&repo, series.numbers()[0])?;
-    Ok(())
 }

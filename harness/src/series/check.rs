@@ -1,7 +1,7 @@
 //! `records series check`: every record's tree materializes, re-applying its patch to the
 //! parent's tree gives exactly its tree, its notes point at real lines, and (with `build`)
 //! every tree compiles.
-use super::{apply, build, patch_path, tree, tree_dir, Series};
+use super::{apply, build, patch_path, recorded, tree, tree_dir, Series};
 use crate::catalog::Catalog;
 use anyhow::{bail, Context, Result};
 use git2::{Oid, Repository};
@@ -20,6 +20,9 @@ pub struct Checked {
 /// Checks the whole series; `log` gets one line per step. The first problem is the error.
 pub fn check(root: &Path, build: bool, log: &mut dyn FnMut(&str)) -> Result<Vec<Checked>> {
     let catalog = Catalog::load(root)?;
+    if let Some(b) = catalog.broken().first() {
+        bail!("{}", b.error);
+    }
     let series = Series::load(root)?;
     stray_patches(root, &series.numbers())?;
     for r in series.records() {
@@ -55,12 +58,14 @@ pub fn check(root: &Path, build: bool, log: &mut dyn FnMut(&str)) -> Result<Vec<
             }
         }
         check_notes(&repo, tree, manifest)?;
+        let tree_note =
+            if recorded::verify(&catalog, r.number, tree)? { "" } else { " (not recorded)" };
         let (added, removed) = r.commits.iter().fold((0, 0), |acc, c| {
             let (a, d) = c.counts();
             (acc.0 + a, acc.1 + d)
         });
         log(&format!(
-            "ok   #{:<3} {} commit(s), +{added} -{removed}, tree {:.10}",
+            "ok   #{:<3} {} commit(s), +{added} -{removed}, tree {:.10}{tree_note}",
             r.number,
             r.commits.len(),
             tree.to_string()

@@ -120,6 +120,7 @@ pub fn import(root: &Path, dir: &Path) -> Result<Imported> {
         write_atomic(&patch_path(root, *record), mailbox::write(commits).as_bytes())?;
     }
     let tip_changes = write_tip(root, &repo, tip.tree_id())?;
+    super::recorded::record(root)?;
     Ok(Imported { patches: groups.iter().map(|(r, c)| (*r, c.len())).collect(), tip_changes })
 }
 

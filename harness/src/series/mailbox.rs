@@ -94,6 +94,7 @@ pub fn parse(text: &str) -> Result<Vec<Commit>, MailboxError> {
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let err = |i: usize, what: String| MailboxError { line: i + 1, what };
     let mut commits = Vec::new();
+    let mut emails = Vec::new();
     let mut i = 0;
     while i < lines.len() && lines[i].trim().is_empty() {
         i += 1;
@@ -126,7 +127,7 @@ pub fn parse(text: &str) -> Result<Vec<Commit>, MailboxError> {
         else {
             return Err(err(start, "a patch email needs From:, Date: and Subject: headers".into()));
         };
-        let subject = strip_patch_prefix(&subject);
+        let (subject, number) = split_patch_tag(&subject);
         i += 1;
         let mut body = String::new();
         while let Some(&l) = lines.get(i) {
@@ -153,17 +154,73 @@ pub fn parse(text: &str) -> Result<Vec<Commit>, MailboxError> {
         while lines.get(i).is_some_and(|l| !is_separator(l)) {
             i += 1;
         }
+        emails.push(Email { line: start + 1, number, subject: subject.clone() });
         commits.push(Commit { author, date, subject, body: body.trim().to_string(), diff });
     }
+    check_numbering(&emails)?;
     Ok(commits)
 }
 
-/// `[PATCH 2/3] Tune lr` → `Tune lr`.
-fn strip_patch_prefix(subject: &str) -> String {
-    match subject.strip_prefix('[').and_then(|r| r.split_once(']')) {
-        Some((tag, rest)) if tag.contains("PATCH") => rest.trim().to_string(),
-        _ => subject.trim().to_string(),
+/// Where an email starts, and its `[PATCH k/N]` number.
+struct Email {
+    line: usize,
+    number: Option<(usize, usize)>,
+    subject: String,
+}
+
+/// The subjects count the commits (`[PATCH k/N]`), so a mailbox cut at a commit boundary, or
+/// one with a commit too many, is caught: every email must be numbered 1..N in order, N of them.
+/// A mailbox whose subjects carry no numbers at all is taken as it is.
+fn check_numbering(emails: &[Email]) -> Result<(), MailboxError> {
+    let Some(total) = emails.iter().find_map(|e| e.number.map(|(_, n)| n)) else {
+        return Ok(());
+    };
+    let err = |line: usize, what: String| Err(MailboxError { line, what });
+    for (i, e) in emails.iter().enumerate() {
+        let Some((k, n)) = e.number else {
+            return err(e.line, format!("commit {:?} has no [PATCH k/{total}] number though the other emails do", e.subject));
+        };
+        if n != total {
+            return err(e.line, format!("[PATCH {k}/{n}] {:?} is numbered out of {n} but the first email counts {total} commits", e.subject));
+        }
+        if k > total {
+            return err(e.line, format!("[PATCH {k}/{n}] {:?} is an extra commit: the subjects count {total}", e.subject));
+        }
+        if k > i + 1 {
+            return err(e.line, format!("commit {}/{total} is missing: [PATCH {k}/{n}] {:?} follows commit {i}", i + 1, e.subject));
+        }
+        if k < i + 1 {
+            return err(e.line, format!("[PATCH {k}/{n}] {:?} comes again or out of order, after commit {i}/{total}: an extra commit", e.subject));
+        }
     }
+    if emails.len() < total {
+        let last = &emails[emails.len() - 1];
+        return err(
+            last.line,
+            format!(
+                "the mailbox ends after [PATCH {}/{total}] {:?}: commit {}/{total} is missing (the patch was cut short)",
+                emails.len(),
+                last.subject,
+                emails.len() + 1
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// `[PATCH 2/3] Tune lr` → (`Tune lr`, 2 of 3); a lone `[PATCH]` is 1 of 1.
+fn split_patch_tag(subject: &str) -> (String, Option<(usize, usize)>) {
+    let Some((tag, rest)) = subject.strip_prefix('[').and_then(|r| r.split_once(']')) else {
+        return (subject.trim().to_string(), None);
+    };
+    if !tag.contains("PATCH") {
+        return (subject.trim().to_string(), None);
+    }
+    let number = match tag.split_whitespace().last().and_then(|w| w.split_once('/')) {
+        Some((k, n)) => k.parse().ok().zip(n.parse().ok()),
+        None => Some((1, 1)),
+    };
+    (rest.trim().to_string(), number)
 }
 
 /// Decodes RFC 2047 `=?UTF-8?q?...?=` words, which git uses for non-ASCII names and subjects.
@@ -310,8 +367,9 @@ mod tests {
         assert_eq!(decode_words("=?UTF-8?q?J=C3=BCrgen_M?= <j@x.org>"), "Jürgen M <j@x.org>");
         assert_eq!(decode_words("=?UTF-8?q?a?= =?UTF-8?q?b?="), "ab");
         assert_eq!(decode_words(&encode_word("Jürgen <j@x.org>")), "Jürgen <j@x.org>");
-        assert_eq!(strip_patch_prefix("[PATCH v2 2/3] Tune lr"), "Tune lr");
-        assert_eq!(strip_patch_prefix("[RFC] x"), "[RFC] x");
+        assert_eq!(split_patch_tag("[PATCH v2 2/3] Tune lr"), ("Tune lr".into(), Some((2, 3))));
+        assert_eq!(split_patch_tag("[PATCH] x"), ("x".into(), Some((1, 1))));
+        assert_eq!(split_patch_tag("[RFC] x"), ("[RFC] x".into(), None));
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod date;
 pub mod export;
 pub mod mailbox;
 pub mod patch;
+pub mod recorded;
 pub mod tree;
 
 use crate::catalog::Catalog;
@@ -28,14 +29,14 @@ pub enum SeriesError {
     NoRecords(PathBuf),
     #[error("record #{record} has no patch: {} is missing; write it with `records series capture {record} --since REV` or `records series import DIR`", .path.display())]
     MissingPatch { record: u32, path: PathBuf },
-    #[error("{}: {source}", .path.display())]
-    Mailbox { path: PathBuf, source: MailboxError },
+    #[error("record #{record}: {}: {error}", .path.display())]
+    Mailbox { record: u32, path: PathBuf, error: MailboxError },
     #[error("{}: the patch holds no commit", .0.display())]
     EmptyPatch(PathBuf),
     #[error("unknown record {record}; known records: {known}")]
     UnknownRecord { record: u32, known: String },
-    #[error("reading {}: {source}", .path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    #[error("reading {}: {error}", .path.display())]
+    Io { path: PathBuf, error: std::io::Error },
     #[error(transparent)]
     Apply(Box<ApplyError>),
     #[error(transparent)]
@@ -83,8 +84,9 @@ pub fn build_dir(root: &Path) -> PathBuf {
 impl Series {
     /// The series of the checkout at `root`: the chain from the catalog, and its patches.
     pub fn load(root: &Path) -> anyhow::Result<Series> {
-        let catalog = Catalog::load(root)?;
-        let chain: Vec<u32> = catalog.records().iter().map(|m| m.record.number).collect();
+        // A manifest that does not load still holds its place: skipping it would give every
+        // older record a different tree.
+        let chain = Catalog::load(root)?.chain();
         Ok(Series::from_chain(root, &chain)?)
     }
 
@@ -101,10 +103,13 @@ impl Series {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     return Err(SeriesError::MissingPatch { record: number, path })
                 }
-                Err(source) => return Err(SeriesError::Io { path, source }),
+                Err(error) => return Err(SeriesError::Io { path, error }),
             };
-            let commits = mailbox::parse(&text)
-                .map_err(|source| SeriesError::Mailbox { path: path.clone(), source })?;
+            let commits = mailbox::parse(&text).map_err(|error| SeriesError::Mailbox {
+                record: number,
+                path: path.clone(),
+                error,
+            })?;
             if commits.is_empty() {
                 return Err(SeriesError::EmptyPatch(path));
             }
