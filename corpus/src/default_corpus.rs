@@ -264,8 +264,8 @@ fn hex_sha256(bytes: &[u8]) -> String {
 }
 
 fn file_sha256(path: &Path) -> Result<String, CorpusError> {
-    let bytes = std::fs::read(path)
-        .map_err(|error| CorpusError::Io { path: path.to_path_buf(), error })?;
+    let bytes =
+        std::fs::read(path).map_err(|error| CorpusError::Io { path: path.to_path_buf(), error })?;
     Ok(hex_sha256(&bytes))
 }
 

@@ -244,7 +244,10 @@ mod tests {
         let s = Shard::open(&path).unwrap();
         assert!(s.check_ids(301).is_ok());
         let e = s.check_ids(257).unwrap_err();
-        assert!(matches!(e, ShardError::IdOutOfVocab { position: 3, id: 300, vocab: 257, .. }), "{e}");
+        assert!(
+            matches!(e, ShardError::IdOutOfVocab { position: 3, id: 300, vocab: 257, .. }),
+            "{e}"
+        );
         assert!(e.to_string().contains("x_train_000001.bin: token 3 is id 300, outside the vocabulary of 257 (ids 0..=256)"), "{e}");
     }
 

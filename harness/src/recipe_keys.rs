@@ -48,7 +48,8 @@ pub fn check(m: &Manifest, known: &BTreeSet<String>) -> Result<(), String> {
         .iter()
         .filter(|(k, _)| !known.contains(k))
         .map(|(k, line)| {
-            let hint = suggest(k, known).map(|s| format!("; did you mean `{s}`?")).unwrap_or_default();
+            let hint =
+                suggest(k, known).map(|s| format!("; did you mean `{s}`?")).unwrap_or_default();
             format!("{}:{line}: unknown recipe key `{k}`{hint}", m.path.display())
         })
         .collect();

@@ -55,6 +55,9 @@ pub fn wait_if_stopping() {
 
 fn stop(sig: i32) -> ! {
     STOPPING.store(true, Ordering::SeqCst);
+    // Taken now: the main thread may drop its guards (and remove the folders) as its children
+    // stop.
+    let dirs = TEMP_DIRS.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let name = match sig {
         libc::SIGINT => "SIGINT",
         libc::SIGTERM => "SIGTERM",
@@ -67,19 +70,16 @@ fn stop(sig: i32) -> ! {
         std::thread::sleep(Duration::from_millis(50));
     }
     signal_children(&children, libc::SIGKILL);
-    let dirs = std::mem::take(&mut *TEMP_DIRS.lock().unwrap_or_else(|e| e.into_inner()));
     for d in &dirs {
         let _ = std::fs::remove_dir_all(d);
     }
-    let removed: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    let removed: Vec<String> =
+        dirs.iter().filter(|d| !d.exists()).map(|d| d.display().to_string()).collect();
     let removed = match removed.is_empty() {
         true => String::new(),
         false => format!("; removed {}", removed.join(", ")),
     };
-    eprintln!(
-        "records: stopped by {name}: {} child process(es) stopped{removed}",
-        children.len()
-    );
+    eprintln!("records: stopped by {name}: {} child process(es) stopped{removed}", children.len());
     std::process::exit(128 + sig)
 }
 
@@ -129,5 +129,7 @@ fn alive(pid: i32) -> bool {
 /// Whether process `pid` exists (for the owners of temporaries left by earlier runs).
 pub fn process_exists(pid: i32) -> bool {
     // SAFETY: signal 0 only checks that the process exists.
-    pid > 0 && (unsafe { libc::kill(pid, 0) } == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+    pid > 0
+        && (unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
 }

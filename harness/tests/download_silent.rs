@@ -30,7 +30,9 @@ fn a_silent_server_times_out_with_a_retry_message() {
     let waited = started.elapsed();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
-    let url = format!("http://127.0.0.1:{port}/datasets/kjj0/fineweb10B-gpt2/resolve/main/fineweb_val_000000.bin");
+    let url = format!(
+        "http://127.0.0.1:{port}/datasets/kjj0/fineweb10B-gpt2/resolve/main/fineweb_val_000000.bin"
+    );
     assert!(err.contains(&format!("waiting for {url} (gives up after 2 s of silence)")), "{err}");
     assert!(err.contains("the server sent no answer within 2 s") && err.contains("rerun"), "{err}");
     assert!(waited < Duration::from_secs(30), "took {waited:?}");

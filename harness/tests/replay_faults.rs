@@ -54,16 +54,28 @@ struct Lab {
 impl Lab {
     fn new(slow_build: bool) -> Lab {
         let f = Fixture::new();
+        // A tree build cleans the trainer, corpus and records packages, so the workspace has
+        // all three (inside the files that make a trainer tree).
         f.write(
             "Cargo.toml",
-            "[workspace]\nmembers = [\".\"]\n\n[package]\nname = \"trainer\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+            "[workspace]\nmembers = [\".\", \"corpus\", \"src/stub_records\"]\n\n[package]\nname = \"trainer\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
         );
+        for (dir, name) in [("corpus", "corpus"), ("src/stub_records", "records")] {
+            f.write(
+                &format!("{dir}/Cargo.toml"),
+                &format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"),
+            );
+            f.write(&format!("{dir}/src/lib.rs"), "");
+        }
         f.write("src/bin/train.rs", TRAIN);
         if slow_build {
             f.write("build.rs", SLOW_BUILD);
         }
         let m = f.read("records/01.toml");
-        f.write("records/01.toml", &format!("{m}\n[lab_target]\nval_loss = 2.5\nmeasured = \"fixture\"\n"));
+        f.write(
+            "records/01.toml",
+            &format!("{m}\n[lab_target]\nval_loss = 2.5\nmeasured = \"fixture\"\n"),
+        );
         let data = f.root().join("data");
         std::fs::create_dir_all(&data).unwrap();
         let toks: Vec<u16> = (0..4096).map(|i| (i % 256) as u16).collect();
@@ -115,8 +127,9 @@ fn wait_for_pid(file: &Path, child: &mut Child) -> i32 {
             return pid;
         }
         if let Some(status) = child.try_wait().unwrap() {
-            let out = child.wait_with_output().unwrap();
-            panic!("records ended early ({status:?}): {}", stderr(&out));
+            let mut err = String::new();
+            std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+            panic!("records ended early ({status:?}): {err}");
         }
         assert!(Instant::now() < deadline, "no pid in {}", file.display());
         std::thread::sleep(Duration::from_millis(100));
@@ -152,7 +165,10 @@ fn a_failed_final_move_keeps_the_run_and_the_next_replay_finishes_it() {
     let out = lab.replay(&[("FAKE_TRAIN", "block-dest")]);
     let err = stderr(&out);
     assert!(!out.status.success(), "{err}");
-    assert!(err.contains("moving results into") && err.contains("the finished run is kept in"), "{err}");
+    assert!(
+        err.contains("moving results into") && err.contains("the finished run is kept in"),
+        "{err}"
+    );
     println!("move failed: {}", err.lines().last().unwrap());
     let runs = lab.runs();
     let tmp = runs.iter().find(|r| r.starts_with(".tmp-")).expect("the run was deleted");
@@ -186,7 +202,10 @@ fn signals_stop_the_ranks_and_remove_the_temporaries() {
         let out = child.wait_with_output().unwrap();
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(128 + sig), "{err}");
-        assert!(err.contains(&format!("records: stopped by {name}")) && err.contains("removed"), "{err}");
+        assert!(
+            err.contains(&format!("records: stopped by {name}")) && err.contains("removed"),
+            "{err}"
+        );
         println!("{name}: {}", err.lines().last().unwrap());
         assert!(gone_within(trainer, Duration::from_secs(5)), "the rank outlived records");
         assert_eq!(lab.runs(), Vec::<String>::new(), "temporaries left");
@@ -229,7 +248,10 @@ fn sigterm_during_the_tree_build_stops_cargo_and_its_children() {
 #[test]
 fn token_ids_beyond_the_vocabulary_name_the_shard_the_position_and_the_id() {
     let lab = Lab::new(false);
-    let m = lab.f.read("records/01.toml").replace("[lab]\nsteps = 100\n", "[lab]\nsteps = 100\nvocab_size = 257\n");
+    let m = lab
+        .f
+        .read("records/01.toml")
+        .replace("[lab]\nsteps = 100\n", "[lab]\nsteps = 100\nvocab_size = 257\n");
     lab.f.write("records/01.toml", &m);
     let mut toks: Vec<u16> = vec![7; 2048];
     toks[1500] = 300;
@@ -251,13 +273,19 @@ fn gpus_without_the_cuda_setup_is_one_clear_line_before_any_build() {
     let venv = tempfile::tempdir().unwrap();
     std::fs::write(venv.path().join(".records-setup-2.11.0"), "").unwrap();
     let out = lab
-        .command(&["replay", "1", "--gpus", "1"], &[("RECORDS_VENV", venv.path().to_str().unwrap())])
+        .command(
+            &["replay", "1", "--gpus", "1"],
+            &[("RECORDS_VENV", venv.path().to_str().unwrap())],
+        )
         .output()
         .unwrap();
     let err = stderr(&out);
     assert!(!out.status.success());
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("--gpus needs the CUDA wheels") && err.contains("scripts/setup.sh --cuda"), "{err}");
+    assert!(
+        err.contains("--gpus needs the CUDA wheels") && err.contains("scripts/setup.sh --cuda"),
+        "{err}"
+    );
     println!("gpus: {err}");
 }
 
@@ -274,7 +302,10 @@ fn flag_values_that_cannot_work_are_refused_naming_the_flag() {
         let out = lab.command(&[&["replay", "1"][..], args].concat(), &[]).output().unwrap();
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(&format!("invalid value '0' for '{flag}'")), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("invalid value '0' for '{flag}': must be at least 1")),
+            "{args:?}: {err}"
+        );
         assert!(!err.contains("records/") && !err.contains("rank(s) per node"), "{err}");
     }
     for (args, want) in [

@@ -29,7 +29,8 @@ fn a_patch_cut_at_a_commit_boundary_fails_naming_the_record_and_the_commit() {
     let out = f.records(&["series", "check"]);
     assert!(!out.status.success());
     let err = stderr(&out);
-    for part in ["record #29", "patches/29.patch", "line 1", "[PATCH 1/2]", "commit 2/2 is missing"] {
+    for part in ["record #29", "patches/29.patch", "line 1", "[PATCH 1/2]", "commit 2/2 is missing"]
+    {
         assert!(err.contains(part), "missing {part:?} in {err}");
     }
     println!("cut: {err}");
@@ -66,7 +67,11 @@ fn trees_are_recorded_by_capture_and_a_drifted_tree_fails_the_check() {
     let out = f.records(&["series", "check"]);
     assert!(!out.status.success());
     let err = stderr(&out);
-    for part in ["records/01.toml: record.tree = ", "but the series gives #1 the tree", "records series import"] {
+    for part in [
+        "records/01.toml: record.tree = ",
+        "but the series gives #1 the tree",
+        "records series import",
+    ] {
         assert!(err.contains(part), "missing {part:?} in {err}");
     }
     println!("drift: {err}");
@@ -158,7 +163,8 @@ fn a_missing_file_is_reported_once() {
 #[test]
 fn a_closed_pipe_ends_the_output_quietly() {
     let f = Fixture::new();
-    for args in [&["diff", "1", "38"][..], &["show", "29"], &["review", "29"], &["series", "check"]] {
+    for args in [&["diff", "1", "38"][..], &["show", "29"], &["review", "29"], &["series", "check"]]
+    {
         let mut child = Command::new(env!("CARGO_BIN_EXE_records"))
             .args(args)
             .env("RECORDS_ROOT", f.root())

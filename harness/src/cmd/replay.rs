@@ -15,24 +15,24 @@ pub struct Args {
     /// Record number (see `records list`).
     pub record: u32,
     /// Step budget [default: 250 at lab scale (the [lab] table), the record's own at full].
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_parser = positive::<u64>)]
     pub steps: Option<u64>,
     /// Independent runs (seeds seed, seed+1, ...) for the t-test against the target.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 1, value_parser = positive::<u32>)]
     pub runs: u32,
     /// full: upstream's recipe (needs FineWeb shards: `records data fineweb`); lab: CPU-sized
     /// [default: lab, or full with --gpus].
     #[arg(long, value_enum)]
     pub scale: Option<ScaleArg>,
     /// CPU ranks (processes) per node; the batch is split across them.
-    #[arg(long, default_value_t = 1, conflicts_with = "gpus", value_parser = at_least_one())]
+    #[arg(long, default_value_t = 1, conflicts_with = "gpus", value_parser = positive::<usize>)]
     pub ranks: usize,
     /// GPU ranks per node (one process per GPU); fewer than the official 8 keep its batch by
     /// gradient accumulation. Builds the trainer with CUDA (run `scripts/setup.sh --cuda`).
-    #[arg(long, alias = "nproc-per-node", value_parser = at_least_one())]
+    #[arg(long, alias = "nproc-per-node", value_parser = positive::<usize>)]
     pub gpus: Option<usize>,
     /// Nodes in the job (run the same command on each, with its --node-rank).
-    #[arg(long, default_value_t = 1, value_parser = at_least_one())]
+    #[arg(long, default_value_t = 1, value_parser = positive::<usize>)]
     pub nnodes: usize,
     #[arg(long, default_value_t = 0)]
     pub node_rank: usize,
@@ -40,7 +40,7 @@ pub struct Args {
     #[arg(long)]
     pub master_addr: Option<String>,
     /// Rank 0's port [default: a free port, on one node].
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, value_parser = positive::<u16>)]
     pub master_port: Option<u16>,
     /// Shard folder [default: data/default at lab scale, data/fineweb10B at full scale].
     #[arg(long)]
@@ -61,9 +61,14 @@ pub struct Args {
     pub results: Option<PathBuf>,
 }
 
-/// A count that must be positive, checked by clap so the error names the flag.
-fn at_least_one() -> clap::builder::RangedU64ValueParser<usize> {
-    clap::builder::RangedU64ValueParser::new().range(1..)
+/// A count that must be positive, checked while the arguments are parsed so that the error
+/// names the flag and nothing is built first.
+fn positive<T: std::str::FromStr + PartialOrd + From<u8>>(s: &str) -> Result<T, String> {
+    let v: T = s.parse().map_err(|_| format!("`{s}` is not a whole number"))?;
+    if v < T::from(1) {
+        return Err("must be at least 1".into());
+    }
+    Ok(v)
 }
 
 #[derive(Clone, Copy, PartialEq, clap::ValueEnum)]

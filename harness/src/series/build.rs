@@ -9,8 +9,8 @@
 use super::{build_dir, tree::MARKER};
 use anyhow::{bail, Context, Result};
 use std::fs::File;
-use std::path::{Path, PathBuf};
 use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The packages a tree holds; the rest are dependencies from the registry.

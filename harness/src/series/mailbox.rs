@@ -178,16 +178,35 @@ fn check_numbering(emails: &[Email]) -> Result<(), MailboxError> {
     let err = |line: usize, what: String| Err(MailboxError { line, what });
     for (i, e) in emails.iter().enumerate() {
         let Some((k, n)) = e.number else {
-            return err(e.line, format!("commit {:?} has no [PATCH k/{total}] number though the other emails do", e.subject));
+            return err(
+                e.line,
+                format!(
+                    "commit {:?} has no [PATCH k/{total}] number though the other emails do",
+                    e.subject
+                ),
+            );
         };
         if n != total {
             return err(e.line, format!("[PATCH {k}/{n}] {:?} is numbered out of {n} but the first email counts {total} commits", e.subject));
         }
         if k > total {
-            return err(e.line, format!("[PATCH {k}/{n}] {:?} is an extra commit: the subjects count {total}", e.subject));
+            return err(
+                e.line,
+                format!(
+                    "[PATCH {k}/{n}] {:?} is an extra commit: the subjects count {total}",
+                    e.subject
+                ),
+            );
         }
         if k > i + 1 {
-            return err(e.line, format!("commit {}/{total} is missing: [PATCH {k}/{n}] {:?} follows commit {i}", i + 1, e.subject));
+            return err(
+                e.line,
+                format!(
+                    "commit {}/{total} is missing: [PATCH {k}/{n}] {:?} follows commit {i}",
+                    i + 1,
+                    e.subject
+                ),
+            );
         }
         if k < i + 1 {
             return err(e.line, format!("[PATCH {k}/{n}] {:?} comes again or out of order, after commit {i}/{total}: an extra commit", e.subject));

@@ -16,8 +16,8 @@ pub fn write(root: &Path, trees: &BTreeMap<u32, Oid>) -> Result<Vec<u32>> {
     let mut changed = Vec::new();
     for (&record, tree) in trees {
         let path = root.join("records").join(format!("{record:02}.toml"));
-        let text =
-            std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
         let mut doc: toml_edit::DocumentMut =
             text.parse().with_context(|| format!("{}: not valid TOML", path.display()))?;
         let Some(table) = doc.get_mut("record").and_then(|t| t.as_table_like_mut()) else {
