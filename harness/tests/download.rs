@@ -86,6 +86,7 @@ impl Hub {
             endpoint: Some(self.endpoint.clone()),
             pinned_sha256: Vec::new(),
             no_proxy: true,
+            timeout: records::download::DEFAULT_TIMEOUT,
         }
     }
 }
@@ -369,6 +370,7 @@ fn a_broken_connection_keeps_the_part_and_the_next_call_resumes() {
         endpoint: Some(endpoint),
         pinned_sha256: vec![(VAL.to_string(), sha256(&data))],
         no_proxy: true,
+        timeout: records::download::DEFAULT_TIMEOUT,
     };
     let err = format!("{:#}", download_fineweb(&opts).unwrap_err());
     assert!(err.contains("rerun to resume"), "{err}");
