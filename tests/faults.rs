@@ -33,33 +33,3 @@ fn nan_loss_stops_the_run_naming_the_step() {
     assert!(err.starts_with("step "), "{err}");
     assert!(err.contains("loss is NaN") || err.contains("loss is inf"), "{err}");
 }
-
-#[test]
-fn a_token_beyond_the_vocabulary_names_the_shard_the_position_and_the_id() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut tokens: Vec<u16> = (0..20_000u32).map(|i| (i * 7 % 251) as u16).collect();
-    tokens[5_000 + 123] = 300; // the lab vocabulary is 257 byte-level ids
-    let (val, train) = (dir.path().join("x_val_000000.bin"), dir.path().join("x_train_000001.bin"));
-    corpus::shard::write_shard(&val, &tokens[..5_000]).unwrap();
-    corpus::shard::write_shard(&train, &tokens[5_000..]).unwrap();
-    let recipe = common::lab_recipe(
-        "n_layer = 1\nn_embd = 32\nn_head = 2\nseq_len = 16\nmax_seq_len = 16\nbatch_rows = 4\n\
-         batch_tokens = 64\nsteps = 2\nval_every = 100\nval_tokens = 64",
-    );
-    let cfg = RunConfig {
-        recipe,
-        scale: Scale::Lab,
-        record: None,
-        train_files: vec![train],
-        val_files: vec![val],
-        out: None,
-        target: Target::pick(true, 0),
-        ranks: RankEnv::single(),
-        header: vec![],
-    };
-    let err = format!("{:#}", run(&cfg).unwrap_err());
-    assert!(
-        err.contains("x_train_000001.bin: token 123 is id 300, outside the vocabulary of 257"),
-        "{err}"
-    );
-}

@@ -31,17 +31,6 @@ fn bos(r: &Recipe) -> u16 {
     }
 }
 
-/// Every token id must be below the vocabulary: an id beyond it fails deep inside an embedding
-/// lookup or the loss. The error names the shard, the position and the id.
-fn check_ids(files: &[PathBuf], vocab: usize) -> Result<()> {
-    for f in files {
-        let shard = corpus::shard::Shard::open(f)
-            .with_context(|| format!("opening shard {}", f.display()))?;
-        shard.check_ids(vocab)?;
-    }
-    Ok(())
-}
-
 pub enum Train {
     Rows(TrainLoader),
     Bos(BosLoader),
@@ -56,7 +45,6 @@ impl Train {
         rank: usize,
         ranks: usize,
     ) -> Result<Train> {
-        check_ids(files, r.vocab_size)?;
         Ok(match r.loader {
             Loader::Rows => {
                 Train::Rows(TrainLoader::new(files, r.seq_len, rows, rank, ranks, r.seed)?)
@@ -95,7 +83,6 @@ impl Val {
         rank: usize,
         ranks: usize,
     ) -> Result<Val> {
-        check_ids(files, r.vocab_size)?;
         Ok(match (r.loader, r.val_seq_len) {
             (Loader::Bos, Some(n)) => {
                 let per_call = n.min(r.val_tokens / ranks);
