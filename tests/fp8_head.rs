@@ -1,6 +1,7 @@
-//! The FP8 lm_head on the CPU: libtorch's CPU `_scaled_mm`, exact agreement with a hand-written
-//! float64 quantize-dequantize reference, closeness to the fp32 matmul and its gradients, the
-//! e5m2 rounding of the incoming gradient, and what the casts do out of range.
+//! The FP8 lm_head on the CPU (quantize, dequantize, fp32 matmul; `_scaled_mm` on CUDA):
+//! agreement with a hand-written float64 quantize-dequantize reference, closeness to the fp32
+//! matmul and its gradients, the e5m2 rounding of the incoming gradient, and what the casts do
+//! out of range.
 use tch::{Device, Kind, Tensor};
 use trainer::model::fp8_head::{fp8_linear, Fp8Scales};
 
@@ -62,7 +63,8 @@ fn compare(a: &Tensor, b: &Tensor) -> (f64, f64) {
 
 #[test]
 fn scaled_mm_has_a_per_tensor_fp8_kernel_on_the_cpu() {
-    // The probe the module's CPU path rests on: mixed e5m2·e4m3, dims not multiples of 16.
+    // The op the CUDA path calls, on the CPU as a reference: mixed e5m2·e4m3, dims not
+    // multiples of 16.
     tch::manual_seed(1);
     let a = (Tensor::randn([3, 5], CPU32) * 8.0).to_kind(Kind::Float8e5m2);
     let b = (Tensor::randn([4, 5], CPU32) * 8.0).to_kind(Kind::Float8e4m3fn);
@@ -118,6 +120,36 @@ fn forward_and_backward_equal_a_float64_quantize_dequantize_reference() {
     assert_eq!(values(&out), want_out, "forward");
     assert_eq!(values(&grad_x), want_gx, "grad x");
     assert_eq!(values(&grad_w), want_gw, "grad w");
+}
+
+#[test]
+fn with_record_29s_scales_the_cpu_path_is_the_dequantized_product_in_float64() {
+    // Non-power-of-two scales (x: 16/448, grad: 1/448), as the lab runs: the quantized values
+    // times their scale rounded to fp32 (what the CPU path multiplies by), multiplied in
+    // float64, must match the fp32 result to fp32 accumulation error.
+    tch::manual_seed(6);
+    let (n, c, v) = (24usize, 256usize, 40usize);
+    let (x, w, s) = head_data(n as i64, c as i64, v as i64);
+    let g = Tensor::randn([n as i64, v as i64], CPU32) * 0.02;
+    let (out, grad_x, grad_w) = run(&x, &w, &s, &g);
+    let f32s = |k: f64| f64::from(k as f32);
+    // Dequantized operands: libtorch's own casts (checked against round_fp8 above), exact.
+    let dq = |t: &Tensor, k: f64, kind: Kind| -> Vec<f64> {
+        values(&(t / k).to_kind(kind)).iter().map(|a| a * f32s(k)).collect()
+    };
+    let xq = dq(&x, s.x, Kind::Float8e4m3fn);
+    let wq = dq(&w, s.w, Kind::Float8e4m3fn);
+    let gq = dq(&g, s.grad, Kind::Float8e5m2);
+    let check = |name: &str, got: &Tensor, want: Vec<f64>| {
+        let got = values(got);
+        let scale = want.iter().fold(0f64, |m, a| m.max(a.abs()));
+        for (a, b) in got.iter().zip(&want) {
+            assert!((a - b).abs() <= 1e-6 * scale, "{name}: {a} vs {b} (max |value| {scale})");
+        }
+    };
+    check("forward", &out, matmul_nt(&xq, &wq, n, v, c));
+    check("grad x", &grad_x, matmul_nt(&gq, &transpose(&wq, v, c), n, c, v));
+    check("grad w", &grad_w, matmul_nt(&transpose(&gq, n, v), &transpose(&xq, n, c), v, c, n));
 }
 
 /// RMS-normed rows [n, c] (as the head sees them), weights [v, c] of std 0.05, upstream scales.
