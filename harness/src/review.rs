@@ -131,14 +131,14 @@ fn header(out: &mut String, m: &Manifest, parent: Option<&Manifest>, md: bool, p
     out.push('\n');
 }
 
-/// Who the change is upstream's: `record #29, upstream PR #118 by @varunneal (2025-09-03)`.
+/// Whose change a commit ports: `record #29 · upstream PR #118 by @varunneal, 2025-09-03`.
 fn upstream_credit(m: &Manifest) -> String {
     let r = &m.record;
     let source = match r.pr {
         Some(pr) => format!("upstream PR #{pr}"),
         None => format!("upstream {}", r.link),
     };
-    format!("record #{}, {source} by {} ({})", r.number, r.authors.join(", "), r.date)
+    format!("record #{} · {source} by {}, {}", r.number, r.authors.join(", "), r.date)
 }
 
 /// Anchors each note at a body line of the patch whose line, followed through the later

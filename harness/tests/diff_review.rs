@@ -114,7 +114,7 @@ fn review_text_reads_like_a_pull_request() {
     // Commits are credited to the upstream record and its authors, never to the port's
     // committer.
     assert!(
-        text.contains("\n  record #29, upstream PR #129 by @author29, @coauthor (2025-03-01) · +"),
+        text.contains("\n  record #29 · upstream PR #129 by @author29, @coauthor, 2025-03-01 · +"),
         "{text}"
     );
     assert!(!text.contains("Ada Lovelace") && !text.contains("ada@example.org"), "{text}");
@@ -162,7 +162,7 @@ fn review_markdown_and_the_base_record() {
     let md = run_ok(&f, &["review", "29", "--format", "md"]);
     assert!(md.starts_with("# Record #29: Record 29 title\n\n- **PR:** #129"), "{md}");
     assert!(md.contains("## Claim\n\nClaim of record 29"), "{md}");
-    assert!(md.contains("### 1/2 Add value embeddings\n\n*record #29, upstream PR #129 by @author29, @coauthor (2025-03-01)*"), "{md}");
+    assert!(md.contains("### 1/2 Add value embeddings\n\n*record #29 · upstream PR #129 by @author29, @coauthor, 2025-03-01*"), "{md}");
     assert!(md.contains("#### `src/model.rs` (+1 −0)\n\n```diff\n@@ "), "{md}");
     assert!(md.contains("+    let h = h + crate::value_embed::value_embed(x);\n```\n\n> **Note** (`src/model.rs:8`): The value embedding joins"), "{md}");
     assert!(
