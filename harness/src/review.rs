@@ -42,7 +42,7 @@ pub fn render(root: &Path, n: u32, format: Format, paint: Paint) -> Result<Strin
     }
     let credit = upstream_credit(m);
     for (k, (c, files)) in commits.iter().zip(&parsed).enumerate() {
-        commit_view(&mut out, (k, commits.len()), c, &credit, files, &placed, md, paint);
+        commit_view(&mut out, (k, commits.len(), &credit), c, files, &placed, md, paint);
     }
     if !loose.is_empty() {
         let repo = apply::scratch_repo()?;
@@ -198,11 +198,11 @@ fn note_text(text: &str, paint: Paint) -> String {
     s
 }
 
+/// Commit `k` of `n`, credited to `credit` (the upstream record), with its notes in place.
 fn commit_view(
     out: &mut String,
-    (k, n): (usize, usize),
+    (k, n, credit): (usize, usize, &str),
     c: &Commit,
-    credit: &str,
     files: &[FilePatch],
     placed: &BTreeMap<Spot, Vec<&Note>>,
     md: bool,
