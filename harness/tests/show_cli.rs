@@ -56,8 +56,8 @@ fn show_states_the_official_t_test() {
     assert!(text.contains("official train times:      163.6 s, 163.9 s"), "{text}");
 }
 
+/// Builds #29's own trainer (minutes on a CPU the first time), as `replay` does.
 #[test]
-#[ignore = "needs train --print-recipe"]
 fn show_lab_prints_the_recipe_the_trainer_runs() {
     let out = records(&["show", "29", "--lab"]);
     let err = String::from_utf8_lossy(&out.stderr);
