@@ -30,6 +30,8 @@ enum Command {
     Diff(cmd::diff::Args),
     /// Walk through one record's change like a pull request.
     Review(cmd::review::Args),
+    /// Judge any training logs (upstream's or your own GPU runs) as a replay is judged.
+    Verdict(cmd::verdict::Args),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +67,7 @@ fn main() -> ExitCode {
         Command::Series(a) => cmd::series::run(a),
         Command::Diff(a) => cmd::diff::run(a),
         Command::Review(a) => cmd::review::run(a),
+        Command::Verdict(a) => cmd::verdict::run(a),
     };
     drop(pager);
     records::signals::wait_if_stopping();
@@ -74,5 +77,46 @@ fn main() -> ExitCode {
             eprintln!("records: error: {}", records::report::chain(&e));
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// Every subcommand says what it does and every argument has its help line
+    /// (`records help diff`, `records replay --help`).
+    #[test]
+    fn every_command_and_argument_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            if cmd.get_about().is_none() {
+                missing.push(format!("{path} (the command)"));
+            }
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if !matches!(id, "help" | "version") && arg.get_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+                // A value enum's values each say what they mean (flags' true/false need not).
+                let flag = matches!(arg.get_action(), clap::ArgAction::SetTrue);
+                for v in arg.get_possible_values().into_iter().filter(|_| !flag) {
+                    if v.get_help().is_none() {
+                        missing.push(format!("{path} {id}={}", v.get_name()));
+                    }
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "records", &mut missing);
+        assert!(missing.is_empty(), "no help text: {missing:#?}");
+    }
+
+    #[test]
+    fn the_cli_is_consistent() {
+        Cli::command().debug_assert();
     }
 }

@@ -1,23 +1,21 @@
 //! `records review N`: one record's change read like a pull request. The header (title, PR,
 //! authors, date, official time and its delta to the parent), the claim, every commit's hunks
 //! with the manifest's notes placed at their file and line, then the evidence: the official
-//! logs' figures and, where this machine has replayed the record, its own results.
+//! logs' figures and, where this machine has replayed the record, its own results. Commits are
+//! credited to the upstream record and its authors (the manifest's facts), not to whoever
+//! committed the port.
 use crate::catalog::{Catalog, Manifest, Note, TARGET_VAL_LOSS};
 use crate::diff::Paint;
 use crate::series::mailbox::Commit;
 use crate::series::patch::{self, FilePatch};
 use crate::series::{apply, tree, Series};
-use crate::stats;
+use crate::{figures, stats};
 use anyhow::Result;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Format {
-    Text,
-    Markdown,
-}
+pub use crate::table::Format;
 
 /// Where a note lands: commit, file, hunk and body line of the record's patch.
 type Spot = (usize, usize, usize, usize);
@@ -42,8 +40,9 @@ pub fn render(root: &Path, n: u32, format: Format, paint: Paint) -> Result<Strin
     if commits.is_empty() {
         writeln!(out, "Record #{n} is the base of the series: it has no patch.\n")?;
     }
+    let credit = upstream_credit(m);
     for (k, (c, files)) in commits.iter().zip(&parsed).enumerate() {
-        commit_view(&mut out, (k, commits.len()), c, files, &placed, md, paint);
+        commit_view(&mut out, (k, commits.len(), &credit), c, files, &placed, md, paint);
     }
     if !loose.is_empty() {
         let repo = apply::scratch_repo()?;
@@ -99,14 +98,15 @@ fn header(out: &mut String, m: &Manifest, parent: Option<&Manifest>, md: bool, p
         Some(pr) => format!("#{pr} {}", r.link),
         None => r.link.clone(),
     };
-    let mut time = format!("{} ({:.1} s)", r.official_time_text, r.official_time_s);
+    let mut time = format!("{} ({})", r.official_time_text, figures::secs(r.official_time_s));
     if let Some(p) = parent {
         let d = r.official_time_s - p.record.official_time_s;
         time.push_str(&format!(
-            ", {d:+.1} s ({:+.1}%) vs #{} ({:.1} s)",
-            100.0 * d / p.record.official_time_s,
+            ", {} ({}) vs #{} ({})",
+            figures::secs_delta(d),
+            figures::pct_delta(100.0 * d / p.record.official_time_s),
             p.record.number,
-            p.record.official_time_s
+            figures::secs(p.record.official_time_s)
         ));
     }
     let rows = [
@@ -129,6 +129,16 @@ fn header(out: &mut String, m: &Manifest, parent: Option<&Manifest>, md: bool, p
         }
     }
     out.push('\n');
+}
+
+/// Whose change a commit ports: `record #29 · upstream PR #118 by @varunneal, 2025-09-03`.
+fn upstream_credit(m: &Manifest) -> String {
+    let r = &m.record;
+    let source = match r.pr {
+        Some(pr) => format!("upstream PR #{pr}"),
+        None => format!("upstream {}", r.link),
+    };
+    format!("record #{} · {source} by {}, {}", r.number, r.authors.join(", "), r.date)
 }
 
 /// Anchors each note at a body line of the patch whose line, followed through the later
@@ -188,9 +198,10 @@ fn note_text(text: &str, paint: Paint) -> String {
     s
 }
 
+/// Commit `k` of `n`, credited to `credit` (the upstream record), with its notes in place.
 fn commit_view(
     out: &mut String,
-    (k, n): (usize, usize),
+    (k, n, credit): (usize, usize, &str),
     c: &Commit,
     files: &[FilePatch],
     placed: &BTreeMap<Spot, Vec<&Note>>,
@@ -199,19 +210,13 @@ fn commit_view(
 ) {
     let (add, del) = c.counts();
     if md {
-        out.push_str(&format!(
-            "### {}/{n} {}\n\n*{}, {}* · +{add} −{del}\n\n",
-            k + 1,
-            c.subject,
-            c.author,
-            c.date
-        ));
+        out.push_str(&format!("### {}/{n} {}\n\n*{credit}* · +{add} −{del}\n\n", k + 1, c.subject));
         if !c.body.is_empty() {
             out.push_str(&format!("{}\n\n", c.body));
         }
     } else {
         out.push_str(&paint.bold(&format!("Commit {}/{n}: {}", k + 1, c.subject)));
-        out.push_str(&format!("\n  {} · {} · +{add} -{del}\n\n", c.author, c.date));
+        out.push_str(&format!("\n  {credit} · +{add} -{del}\n\n"));
         for l in c.body.lines() {
             out.push_str(&format!("    {l}\n").replace("    \n", "\n"));
         }
@@ -280,30 +285,36 @@ fn evidence(
     let bullet = if md { "- " } else { "  " };
     out.push_str(&sub("Official logs (upstream hardware)", md, paint));
     if let Some(s) = stats::Summary::of(&e.val_losses) {
-        let std = s.std.map(|x| format!(" ± {x:.4}")).unwrap_or_default();
-        let list: Vec<String> = e.val_losses.iter().map(|x| format!("{x:.4}")).collect();
+        let std = s.std.map(|x| format!(" ± {}", figures::loss(x))).unwrap_or_default();
+        let list: Vec<String> = e.val_losses.iter().map(|&x| figures::loss(x)).collect();
         writeln!(
             out,
-            "{bullet}val loss: mean {:.4}{std} over {} run(s): [{}]",
-            s.mean,
-            s.n,
+            "{bullet}val loss: mean {}{std} over {}: [{}]",
+            figures::loss(s.mean),
+            figures::count(s.n, "run"),
             list.join(", ")
         )?;
         match stats::ttest_1samp_less(&e.val_losses, TARGET_VAL_LOSS) {
-            Some(t) => writeln!(out, "{bullet}p = {:.4} that the mean is not below {TARGET_VAL_LOSS} (one-sided t-test, t = {:.3}, df = {})", t.p, t.t, t.df)?,
-            None => writeln!(out, "{bullet}p-value: needs two or more runs")?,
+            Some(t) => writeln!(out, "{bullet}{}", figures::loss_test(&t, TARGET_VAL_LOSS))?,
+            None => writeln!(out, "{bullet}t-test: needs two or more runs")?,
         }
     } else {
         writeln!(out, "{bullet}val loss: no official figures in the manifest")?;
     }
     if let Some(s) = stats::Summary::of(&e.train_times_s) {
-        let std = s.std.map(|x| format!(" ± {x:.3}")).unwrap_or_default();
-        writeln!(out, "{bullet}train time: mean {:.3}{std} s over {} run(s)", s.mean, s.n)?;
+        let std = s.std.map(|x| format!(" ± {}", figures::secs(x))).unwrap_or_default();
+        let mean = figures::secs(s.mean);
+        writeln!(out, "{bullet}train time: mean {mean}{std} over {}", figures::count(s.n, "run"))?;
     }
     if let Some((p, s)) =
         parent.and_then(|p| stats::Summary::of(&p.evidence.train_times_s).map(|s| (p, s)))
     {
-        writeln!(out, "{bullet}parent #{}: train time mean {:.3} s", p.record.number, s.mean)?;
+        writeln!(
+            out,
+            "{bullet}parent #{}: train time mean {}",
+            p.record.number,
+            figures::secs(s.mean)
+        )?;
     }
     if !e.val_curve.is_empty() {
         // At most nine points: every k-th one and the last.
@@ -351,14 +362,14 @@ fn replay_summaries(root: &Path, n: u32) -> Vec<(String, String)> {
             let line = match serde_json::from_str::<crate::verdict::Verdict>(&text) {
                 Ok(v) => {
                     let scale = if v.lab_scale { "lab" } else { "full" };
-                    let time = v.time_s.map_or("n/a".to_string(), |t| format!("{:.1} s", t.mean));
-                    let losses: Vec<String> = v.losses.iter().map(|l| format!("{l:.4}")).collect();
+                    let time = v.time_s.map_or("n/a".to_string(), |t| figures::secs(t.mean));
+                    let losses: Vec<String> = v.losses.iter().map(|&l| figures::loss(l)).collect();
                     format!(
-                        "{scale} scale, {} run(s), {} target {} in {} steps; val loss [{}], mean train time {time}",
-                        v.runs.len(),
+                        "{scale} scale, {}, {} target {} in {}; val loss [{}], mean train time {time}",
+                        figures::count(v.runs.len(), "run"),
                         if v.reached { "reached" } else { "did not reach" },
                         v.target_loss,
-                        v.steps,
+                        figures::count(v.steps as usize, "step"),
                         losses.join(", ")
                     )
                 }

@@ -6,11 +6,16 @@
 //!   and `step:6200/6200 val_loss:3.2785 train_time:1339067ms step_avg:216.33ms`;
 //! - current: `step:1920/1920 train_time:119602ms step_avg:62.29ms`, the same with `val_loss:`,
 //!   and a final `peak memory allocated: 29863 MiB reserved: 44438 MiB`;
+//! - track 3 (optimization): `step:3350/3350 val_loss:3.27839 train_time:492.485s
+//!   step_avg:147.03ms`, times in seconds, and fields of each submission's own after the known
+//!   ones (`val_avg_loss:3.28630 val_ema_loss:3.28063`, `ema_beta:0`, `handoff:keep`);
 //! - ours: the current format, optionally with `train_loss:` on train lines, after a block of
 //!   `# key: value` header lines at the top.
 //!
 //! Upstream logs begin with the whole source code and an nvidia-smi table, so a line counts only
-//! when it *starts* with a step field and every field parses; anything else is skipped.
+//! when it *starts* with a step field and every field is a `key:value` pair whose known keys
+//! parse; anything else is skipped. Skipped lines that start like a step line are kept in
+//! [`RunLog::unread`], so a log in a format nobody taught us fails clearly instead of silently.
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -45,6 +50,10 @@ pub struct RunLog {
     pub peak_mem_reserved_mib: Option<u64>,
     /// Our logs' leading `# key: value` lines, in order.
     pub header: Vec<(String, String)>,
+    /// Lines that start like a step line (`step:N`, `s:N`) but did not parse: (line number,
+    /// line).
+    #[serde(default)]
+    pub unread: Vec<(usize, String)>,
 }
 
 impl RunLog {
@@ -68,7 +77,7 @@ impl RunLog {
 pub fn parse(text: &str) -> RunLog {
     let mut log = RunLog::default();
     let mut in_header = true;
-    for line in text.lines() {
+    for (i, line) in text.lines().enumerate() {
         let line = line.trim_end();
         if in_header {
             if line.is_empty() {
@@ -88,9 +97,43 @@ pub fn parse(text: &str) -> RunLog {
         } else if let Some((alloc, reserved)) = peak_memory_line(line) {
             log.peak_mem_allocated_mib = Some(alloc);
             log.peak_mem_reserved_mib = reserved.or(log.peak_mem_reserved_mib);
+        } else if looks_like_step(line) {
+            log.unread.push((i + 1, line.to_string()));
         }
     }
     log
+}
+
+/// Reads `path` for a verdict: a log without a single validation line is an error that says
+/// what was expected and shows the first step line it could not read.
+pub fn parse_for_verdict(path: &Path) -> anyhow::Result<RunLog> {
+    let log = parse_file(path)?;
+    if log.val.is_empty() {
+        let mut msg = format!(
+            "{}: no validation line found (expected `step:N/M val_loss:X train_time:Tms|Ts ...` or \
+             llm.c's `s:N tel:X`)",
+            path.display()
+        );
+        if let Some((n, line)) = log.unread.first() {
+            msg.push_str(&format!("; line {n} is not understood: `{}`", clip(line)));
+        }
+        anyhow::bail!(msg);
+    }
+    Ok(log)
+}
+
+/// A long line cut for a message.
+pub fn clip(line: &str) -> String {
+    match line.char_indices().nth(100) {
+        Some((i, _)) => format!("{}…", &line[..i]),
+        None => line.to_string(),
+    }
+}
+
+/// `step:<digit>` or `s:<digit>` at the start of the line.
+fn looks_like_step(line: &str) -> bool {
+    let rest = line.strip_prefix("step:").or_else(|| line.strip_prefix("s:"));
+    rest.is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
 }
 
 /// Reads and parses `path`.
@@ -142,10 +185,12 @@ fn step_line(line: &str) -> Option<Step> {
             "trl" | "train_loss" => p.loss = number(value)?,
             // A diverged run prints `val_loss:nan`; keep it so the run's last word is not lost.
             "tel" | "val_loss" => val_loss = Some(number(value)?.unwrap_or(f64::NAN)),
-            "train_time" => p.train_time_ms = number(value.strip_suffix("ms")?)?,
-            "step_avg" => p.step_avg_ms = number(value.strip_suffix("ms")?)?,
+            "train_time" => p.train_time_ms = millis(value)?,
+            "step_avg" => p.step_avg_ms = millis(value)?,
             "lr" => p.lr = number(value)?,
             "norm" => p.norm = number(value)?,
+            // A submission's own figures (track 3: `val_ema_loss:`, `ema_beta:`, `handoff:`).
+            _ if is_key(key) && !value.is_empty() => {}
             _ => return None,
         }
     }
@@ -159,6 +204,20 @@ fn step_line(line: &str) -> Option<Step> {
         }),
         None => Step::Train(p),
     })
+}
+
+/// A duration in milliseconds from `12ms` or, as track 3 prints it, `0.012s`.
+fn millis(value: &str) -> Option<Option<f64>> {
+    match value.strip_suffix("ms") {
+        Some(ms) => number(ms),
+        None => Some(number(value.strip_suffix('s')?)?.map(|s| s * 1000.0)),
+    }
+}
+
+/// A field name: a letter, then letters, digits and underscores.
+fn is_key(key: &str) -> bool {
+    key.starts_with(|c: char| c.is_ascii_alphabetic())
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// A number: `Some(None)` for `nan` (upstream prints `step_avg:nanms` early on), `None` when it
@@ -211,9 +270,28 @@ mod tests {
             "step:5/10 val_loss:3.2 train_time:12ms extra words",
             "s:12 tel:",
             "steps:3/4 val_loss:3.0",
+            "step:5/10 val_loss:3.2 train_time:12",
+            "step:5/10 val_loss:3.2 {extra}:1",
         ] {
             assert!(step_line(line).is_none(), "{line}");
         }
+    }
+
+    #[test]
+    fn times_in_milliseconds_or_seconds() {
+        assert_eq!(millis("75965ms"), Some(Some(75965.0)));
+        assert_eq!(millis("nanms"), Some(None));
+        assert_eq!(millis("492.485s"), Some(Some(492485.0)));
+        assert_eq!(millis("492.485"), None);
+        assert_eq!(millis("12min"), None);
+    }
+
+    #[test]
+    fn step_looking_lines() {
+        assert!(looks_like_step("step:12/20 val_loss:1..2"));
+        assert!(looks_like_step("s:3 tel:x"));
+        assert!(!looks_like_step("step:{step}/{n}"));
+        assert!(!looks_like_step("    step:1/2 val_loss:3.0"));
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! The verdict on a replay: did our runs reach the record's target loss within its step budget,
 //! how long did they take on this machine, and how does that compare with the parent record
 //! re-timed here. Official (upstream 8×H100) figures are carried alongside, always labelled.
+use crate::figures;
 use crate::runlog::RunLog;
 use crate::stats::{self, Summary, TTest, Welch};
 use serde::{Deserialize, Serialize};
-use std::fmt::Write;
+
+mod render;
 
 /// The significance level of the speedrun's loss rule (track 1, rule 2).
 pub const P_THRESHOLD: f64 = 0.01;
@@ -25,6 +27,9 @@ pub struct Hit {
 /// One of our runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
+    /// The log's file name, for runs judged from logs given on the command line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// Step of the last validation line.
     pub final_step: Option<u64>,
     /// Loss of the last validation line; `None` without one or when it was `nan`.
@@ -42,6 +47,7 @@ impl RunResult {
         let last = log.final_val();
         let last_train_time = log.train.iter().rev().find_map(|p| p.train_time_ms);
         RunResult {
+            name: None,
             final_step: last.map(|v| v.step),
             final_val_loss: last.map(|v| v.val_loss).filter(|l| l.is_finite()),
             train_time_s: last
@@ -74,8 +80,10 @@ pub struct Verdict {
     pub target_loss: f64,
     /// The step budget.
     pub steps: u64,
-    /// The record's official time on upstream's 8×H100, seconds.
-    pub official_time_s: f64,
+    /// The record's official time on upstream's 8×H100, seconds; `None` for logs judged on
+    /// their own (`records verdict`).
+    #[serde(default)]
+    pub official_time_s: Option<f64>,
     pub runs: Vec<RunResult>,
     /// Final val losses of the runs that have one (ours).
     pub losses: Vec<f64>,
@@ -92,6 +100,9 @@ pub struct Verdict {
     pub baseline: Option<BaselineDelta>,
     /// Our runs were lab scale, so their times are not comparable with the official time.
     pub lab_scale: bool,
+    /// The runs are logs given on the command line, not replays on this machine.
+    #[serde(default)]
+    pub from_logs: bool,
 }
 
 impl Verdict {
@@ -102,6 +113,15 @@ impl Verdict {
         official_time_s: f64,
         steps: u64,
     ) -> Result<Verdict, VerdictError> {
+        let mut v = Verdict::of_logs(runs, target_loss, steps)?;
+        v.official_time_s = Some(official_time_s);
+        v.from_logs = false;
+        Ok(v)
+    }
+
+    /// Judges any run logs (upstream's, or a user's own GPU runs) against `target_loss` within
+    /// `steps` steps, with no official time to compare with.
+    pub fn of_logs(runs: &[RunLog], target_loss: f64, steps: u64) -> Result<Verdict, VerdictError> {
         if runs.is_empty() {
             return Err(VerdictError::NoRuns);
         }
@@ -117,7 +137,7 @@ impl Verdict {
         Ok(Verdict {
             target_loss,
             steps,
-            official_time_s,
+            official_time_s: None,
             runs: results,
             time_s: Summary::of(&times_s),
             losses,
@@ -128,6 +148,7 @@ impl Verdict {
             reason,
             baseline: None,
             lab_scale: false,
+            from_logs: true,
         })
     }
 
@@ -152,86 +173,6 @@ impl Verdict {
         });
         self
     }
-
-    /// A text block in the style of upstream's statistics.md. Every figure is labelled "ours"
-    /// (this machine) or "official" (upstream 8×H100).
-    pub fn render(&self) -> String {
-        let mut o = String::new();
-        let target = self.target_loss;
-        let _ = writeln!(
-            o,
-            "Verdict: {} (target val loss {target} within {} steps)",
-            if self.reached { "REACHED" } else { "NOT REACHED" },
-            self.steps
-        );
-        let _ = writeln!(o, "  {}", self.reason);
-        let _ = writeln!(o);
-        let _ = writeln!(o, "| metric | ours (this machine) |");
-        let _ = writeln!(o, "| --- | ---: |");
-        let _ = writeln!(o, "| runs | {} |", self.runs.len());
-        if let Some(l) = &self.loss {
-            let _ = writeln!(o, "| mean val loss | {:.10} |", l.mean);
-            let _ = writeln!(o, "| val loss sample std | {} |", opt(l.std, 10, ""));
-        }
-        let _ = writeln!(
-            o,
-            "| one-sided p vs {target} | {} |",
-            opt(self.loss_test.map(|t| t.p), 10, "")
-        );
-        if let Some(t) = &self.time_s {
-            let _ = writeln!(o, "| mean train time | {:.6} s |", t.mean);
-            let _ = writeln!(o, "| train time sample std | {} |", opt(t.std, 6, " s"));
-            let _ = writeln!(o, "| median train time | {:.3} s |", t.median);
-            let _ = writeln!(o, "| train time range | {:.3}-{:.3} s |", t.min, t.max);
-        }
-        let _ = writeln!(o);
-        let _ = write!(o, "Official (upstream 8×H100): record time {:.3} s", self.official_time_s);
-        match &self.time_s {
-            _ if self.lab_scale => {
-                o.push_str(" at full scale, for context; a lab-scale time is not comparable\n");
-            }
-            Some(t) if self.official_time_s > 0.0 => {
-                let _ = writeln!(
-                    o,
-                    "; ours/official mean time = {:.2}×",
-                    t.mean / self.official_time_s
-                );
-            }
-            _ => o.push('\n'),
-        }
-        let _ = writeln!(o);
-        let _ = writeln!(o, "Runs (ours):");
-        let _ = writeln!(
-            o,
-            "| run | final step | final val loss | train time | first val ≤ {target} |"
-        );
-        let _ = writeln!(o, "| ---: | ---: | ---: | ---: | --- |");
-        for (i, r) in self.runs.iter().enumerate() {
-            let step = match r.final_step {
-                Some(s) if r.finished => format!("{s}/{}", self.steps),
-                Some(s) => format!("{s}/{} (unfinished)", self.steps),
-                None => "no val line".to_string(),
-            };
-            let hit = match &r.first_at_target {
-                Some(h) => format!("step {} at {}", h.step, opt(h.train_time_s, 3, " s")),
-                None => "never".to_string(),
-            };
-            let _ = writeln!(
-                o,
-                "| {} | {step} | {} | {} | {hit} |",
-                i + 1,
-                opt(r.final_val_loss, 4, ""),
-                opt(r.train_time_s, 3, " s"),
-            );
-        }
-        let _ = writeln!(o);
-        let _ = writeln!(o, "Losses (ours): {}", list(&self.losses, 4));
-        let _ = writeln!(o, "Times (ours, s): {}", list(&self.times_s, 3));
-        if let Some(b) = &self.baseline {
-            render_baseline(&mut o, b, self);
-        }
-        o
-    }
 }
 
 /// `reached` and its reason.
@@ -244,101 +185,42 @@ fn judge(
 ) -> (bool, String) {
     let unfinished = runs.iter().filter(|r| !r.finished).count();
     if unfinished > 0 {
-        return (
-            false,
-            format!("{unfinished} of {} runs did not validate at step {steps}", runs.len()),
-        );
+        let who = match runs.len() {
+            1 => "the run".to_string(),
+            n => format!("{unfinished} of {n} runs"),
+        };
+        return (false, format!("{who} did not validate at step {steps}"));
     }
     let Some(loss) = loss.filter(|l| l.n == runs.len()) else {
         return (false, "a run ended with a val loss of nan".to_string());
     };
+    let mean = figures::loss(loss.mean);
     if loss.mean > target {
-        return (false, format!("mean val loss {:.4} is above {target}", loss.mean));
+        return (false, format!("mean val loss {mean} is above {target}"));
     }
     match test {
         None if loss.n >= 2 => (
             true,
             format!(
-                "all {} runs ended at val loss {:.4} <= {target}; identical losses (same seed?) \
+                "all {} runs ended at val loss {mean} ≤ {target}; identical losses (same seed?) \
                  make the t-test meaningless, so this counts as one run",
-                loss.n, loss.mean
+                loss.n
             ),
         ),
         None => (
             true,
-            format!(
-                "one run: val loss {:.4} <= {target} (run more to test p < {P_THRESHOLD})",
-                loss.mean
-            ),
+            format!("one run: val loss {mean} ≤ {target} (run more to test p < {P_THRESHOLD})"),
         ),
-        Some(t) if t.p < P_THRESHOLD => (
-            true,
-            format!(
-                "mean val loss {:.4} <= {target} with one-sided p = {:.4} < {P_THRESHOLD}",
-                loss.mean, t.p
-            ),
-        ),
-        Some(t) => (
-            false,
-            format!(
-                "mean val loss {:.4} <= {target} but one-sided p = {:.4} is not below {P_THRESHOLD}",
-                loss.mean, t.p
-            ),
-        ),
-    }
-}
-
-fn render_baseline(o: &mut String, b: &BaselineDelta, v: &Verdict) {
-    let _ = writeln!(o);
-    let _ =
-        writeln!(o, "Vs baseline (parent record re-timed on this machine, ours; {} runs):", b.runs);
-    if let Some(l) = &b.loss {
-        let _ = writeln!(o, "- baseline mean val loss: {:.10}", l.mean);
-    }
-    if let Some(t) = &b.time_s {
-        let _ = writeln!(o, "- baseline mean train time: {:.6} s", t.mean);
-        if let Some(c) = &v.time_s {
-            let d = c.mean - t.mean;
-            let _ = writeln!(
-                o,
-                "- delta train time: {d:+.6} s ({:+.6}%), speedup {:.8}×",
-                100.0 * d / t.mean,
-                t.mean / c.mean
-            );
+        Some(t) => {
+            let below = t.p < P_THRESHOLD;
+            let verdict = if below { "below" } else { "not below" };
+            (
+                below,
+                format!(
+                    "mean val loss {mean} ≤ {target}; {}, {verdict} {P_THRESHOLD}",
+                    figures::loss_test(&t, target)
+                ),
+            )
         }
     }
-    if let (Some(l), Some(c)) = (&b.loss, &v.loss) {
-        let _ = writeln!(o, "- delta val loss: {:+.10}", c.mean - l.mean);
-    }
-    match &b.time {
-        Some(w) => {
-            let _ = writeln!(
-                o,
-                "- Welch t candidate time vs baseline time: {:.3}; two-sided p: {:.1e}; one-sided p (candidate faster): {:.1e}",
-                w.t, w.p_two_sided, w.p_less
-            );
-        }
-        None => {
-            let _ = writeln!(o, "- Welch test on time: needs two or more timed runs on each side");
-        }
-    }
-    if let Some(w) = &b.loss_delta {
-        let _ = writeln!(
-            o,
-            "- Welch two-sided p candidate loss vs baseline loss: {:.7}",
-            w.p_two_sided
-        );
-    }
-}
-
-fn opt(v: Option<f64>, decimals: usize, unit: &str) -> String {
-    match v {
-        Some(x) => format!("{x:.decimals$}{unit}"),
-        None => "n/a".to_string(),
-    }
-}
-
-fn list(v: &[f64], decimals: usize) -> String {
-    let items: Vec<String> = v.iter().map(|x| format!("{x:.decimals$}")).collect();
-    format!("[{}]", items.join(", "))
 }

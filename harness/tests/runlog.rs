@@ -1,6 +1,7 @@
 //! Run-log parsing on excerpts written from the documented formats of every era, and the verdict
 //! built from them.
 use records::runlog::{self, RunLog};
+use records::table::Format;
 use records::verdict::Verdict;
 
 const LLMC: &str = "\
@@ -54,6 +55,74 @@ step:20/20 train_time:10400ms step_avg:520.00ms train_loss:5.1000
 step:20/20 val_loss:5.0500 train_time:10450ms step_avg:522.50ms
 # not a header: this comes after the step lines
 ";
+
+// Track 3 (optimization): times in seconds. Real lines of upstream's logs (KellerJordan/
+// modded-nanogpt at f411b3d3, records/track_3_optimization/results/): 20260430_adamh/
+// 6b19a86b-ddfe-476c-9983-2a967bd99ca9.txt lines 395-399 and its last two step lines.
+const TRACK_3: &str = "\
+====================================================================================================
+Running PyTorch 2.11.0+cu128 compiled for CUDA 12.8 on NVIDIA H100 80GB HBM3 with world_size 8
+step:0/4875 val_loss:10.82584 train_time:0.000s step_avg:0.21ms
+step:1/4875 train_time:5.418s step_avg:5418.26ms
+step:2/4875 train_time:5.562s step_avg:2781.13ms
+step:4875/4875 train_time:739.634s step_avg:151.72ms
+step:4875/4875 val_loss:3.27637 train_time:739.639s step_avg:151.72ms
+";
+
+// Track 3 submissions print fields of their own after (or among) the known ones. Real lines:
+// 20260619_cwd_rowfloor_tailema/A40_seed0_5c87fa44-7ca7-4d54-971d-d952f9b15792.txt line 1807,
+// 20260520_rre_extrapolation_pr300_2925/1786243c-db47-49ff-bff8-3faf814bf763.txt line 1897,
+// 20260525_aurora_ema_ref/15223178-b211-42d7-a6ba-b969c3148973.txt line 893.
+const TRACK_3_EXTRA_FIELDS: [&str; 3] = [
+    "step:2900/2900 val_loss:3.27090 val_avg_loss:3.27090 val_ema_loss:3.27134 train_time:10678.894s step_avg:3682.38ms",
+    "step:2925/3020 val_loss:3.27793 train_time:4488.664s step_avg:1534.59ms extrap_count:21 extrap_rel:6.708e-04 handoff:keep",
+    "step:2860/2900 val_loss:3.27837 train_time:2145.235s step_avg:750.08ms ema_beta:0 ref_gamma:-0.075 ref_step:2375",
+];
+
+#[test]
+fn track_3_times_in_seconds() {
+    let log = runlog::parse(TRACK_3);
+    assert_eq!(log.train.len(), 3);
+    assert_eq!(log.train[0].train_time_ms, Some(5418.0));
+    assert_eq!(log.train[2].step_avg_ms, Some(151.72));
+    assert_eq!(log.val.len(), 2);
+    assert_eq!(log.val[0].train_time_ms, Some(0.0));
+    let last = log.final_val().unwrap();
+    assert_eq!((last.step, last.total_steps, last.val_loss), (4875, Some(4875), 3.27637));
+    assert_eq!(last.train_time_ms, Some(739639.0));
+    assert!(log.unread.is_empty(), "{:?}", log.unread);
+    let v = Verdict::of_logs(&[log], 3.28, 4875).unwrap();
+    assert!(v.reached, "{}", v.reason);
+    assert!((v.times_s[0] - 739.639).abs() < 1e-9);
+}
+
+#[test]
+fn track_3_fields_of_a_submission_s_own_are_skipped() {
+    let expected =
+        [(2900, 3.2709, 10678894.0), (2925, 3.27793, 4488664.0), (2860, 3.27837, 2145235.0)];
+    for (line, (step, loss, ms)) in TRACK_3_EXTRA_FIELDS.iter().zip(expected) {
+        let log = runlog::parse(line);
+        let v = log.final_val().unwrap_or_else(|| panic!("not read: {line}"));
+        assert_eq!((v.step, v.val_loss, v.train_time_ms), (step, loss, Some(ms)), "{line}");
+    }
+}
+
+#[test]
+fn unreadable_step_lines_are_kept_and_a_log_without_val_lines_fails_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("future.txt");
+    let text = "print0(f'step:{step}')\nstep:10/10 val_loss:3.2 train_time:12min step_avg:1ms\n";
+    std::fs::write(&path, text).unwrap();
+    let log = runlog::parse(text);
+    assert_eq!(log.unread, [(2, text.lines().nth(1).unwrap().to_string())]);
+    let err = format!("{:#}", runlog::parse_for_verdict(&path).unwrap_err());
+    assert!(err.contains("future.txt: no validation line found"), "{err}");
+    assert!(
+        err.contains("line 2 is not understood: `step:10/10 val_loss:3.2 train_time:12min"),
+        "{err}"
+    );
+    assert!(runlog::parse_for_verdict(&dir.path().join("none.txt")).is_err());
+}
 
 #[test]
 fn llmc_era() {
@@ -134,6 +203,7 @@ fn diverged_val_loss_is_kept_as_nan() {
     assert!(log.final_val().unwrap().val_loss.is_nan());
     let v = Verdict::new(&[log], 3.28, 100.0, 10).unwrap();
     assert!(!v.reached);
+    assert_eq!(v.reason, "a run ended with a val loss of nan");
     assert_eq!(v.runs[0].final_val_loss, None);
 }
 
@@ -207,21 +277,46 @@ fn verdict_reproduces_upstream_statistics_md() {
     let loss = b.loss_delta.unwrap();
     assert!((loss.p_two_sided - 0.8587465).abs() < 1e-7, "{}", loss.p_two_sided);
 
-    let text = v.render();
+    let text = v.render(Format::Text);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "Verdict: REACHED (target val loss 3.28 within 1390 steps)");
+    assert_eq!(
+        lines[1],
+        "  mean val loss 3.2784 ≤ 3.28; one-sided t-test of mean < 3.28: p = 0.0007 \
+         (t = −4.15, df = 12), below 0.01"
+    );
+    // Label left, figure right-aligned: losses to 4 decimals, times to 0.1 s.
+    let row = |label: &str| {
+        let line = lines[2..].iter().find(|l| l.trim_start().starts_with(label)).unwrap();
+        let cells: Vec<&str> = line.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+        (cells, line.chars().count())
+    };
+    let (runs, width) = row("runs");
+    assert_eq!(runs, ["runs", "13"]);
+    for (label, figure) in [
+        ("mean val loss", "3.2784"),
+        ("val loss sample std", "0.0014"),
+        ("one-sided t-test of mean < 3.28", "p = 0.0007 (t = −4.15, df = 12)"),
+        ("mean train time", "79.7 s"),
+        ("train time range", "79.5 s – 80.2 s"),
+    ] {
+        assert_eq!(row(label), (vec![label, figure], width), "{text}");
+    }
+    assert!(!text.contains('|'), "markdown only with --format md: {text}");
     for needle in [
-        "Verdict: REACHED",
-        "| metric | ours (this machine) |",
-        "| mean val loss | 3.2783692308 |",
-        "| one-sided p vs 3.28 | 0.0006690604 |",
-        "| train time range | 79.532-80.231 s |",
-        "Official (upstream 8×H100): record time 79.700 s",
-        "Vs baseline (parent record re-timed on this machine, ours; 13 runs)",
-        "- delta train time: -1.043692 s (-1.292841%), speedup 1.01309774×",
-        "- Welch two-sided p candidate loss vs baseline loss: 0.8587465",
-        "- Welch t candidate time vs baseline time: -19.394; two-sided p: 4.9e-12;",
+        "Official (upstream 8×H100): record time 79.7 s; ours/official mean time = 1.00×",
+        " 11     1390/1390           3.2806       79.5 s   never\n",
+        "- train time: −1.0 s (−1.3%), speedup 1.013×",
+        "- Welch's t-test of candidate time < baseline time: p = 2.5e−12 (t = −19.39, df = 15.0); \
+         two-sided p = 4.9e−12",
+        "- Welch's two-sided t-test of candidate val loss = baseline val loss: p = 0.8587",
     ] {
         assert!(text.contains(needle), "missing {needle:?} in\n{text}");
     }
+    let md = v.render(Format::Markdown);
+    let loss = md.lines().find(|l| l.starts_with("| mean val loss ")).expect(&md);
+    assert!(loss.ends_with(" 3.2784 |"), "{md}");
+    assert!(md.lines().any(|l| l.starts_with("|---") && l.ends_with(":|")), "{md}");
 }
 
 #[test]
@@ -240,7 +335,7 @@ fn verdict_needs_significance_and_finished_runs() {
     let v = Verdict::new(&[run(3.27, 1000.0, 20), run(3.27, 500.0, 10)], 3.28, 1.0, 20).unwrap();
     assert!(!v.reached);
     assert!(v.reason.contains("1 of 2 runs"), "{}", v.reason);
-    assert!(v.render().contains("10/20 (unfinished)"));
+    assert!(v.render(Format::Text).contains("10/20 (unfinished)"));
 
     // Same-seed repeats: identical losses, no t-test.
     let v = Verdict::new(&[run(3.27, 1000.0, 20), run(3.27, 1001.0, 20)], 3.28, 1.0, 20).unwrap();

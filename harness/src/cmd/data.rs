@@ -6,6 +6,7 @@ use corpus::tokenizer::Tokenizer;
 use records::{corpora, paths};
 use std::path::PathBuf;
 
+/// Corpora: the default corpus, FineWeb shards, tokenizing text.
 #[derive(clap::Args)]
 pub struct Args {
     #[command(subcommand)]
@@ -26,7 +27,9 @@ pub enum DataCmd {
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum TokenizerName {
+    /// 256 bytes and a document separator (the lab scale).
     Byte,
+    /// GPT-2's BPE (the full scale).
     Gpt2,
 }
 
@@ -41,6 +44,7 @@ impl TokenizerName {
 
 #[derive(clap::Args)]
 pub struct DefaultArgs {
+    /// The tokenizer of the shards.
     #[arg(long, value_enum, default_value = "byte")]
     pub tokenizer: TokenizerName,
     /// Output folder [default: <repo>/data/default, or data/default-gpt2 for gpt2].
@@ -53,8 +57,10 @@ pub struct TokenizeArgs {
     /// UTF-8 text files; each is cut into paragraph-packed documents.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
+    /// The tokenizer of the shards.
     #[arg(long, value_enum)]
     pub tokenizer: TokenizerName,
+    /// Output folder for the shards.
     #[arg(long)]
     pub out: PathBuf,
     /// Share of the documents (taken from the start) that goes to the val shard.
@@ -67,6 +73,7 @@ pub struct TokenizeArgs {
 
 #[derive(clap::Args)]
 pub struct InfoArgs {
+    /// A shard file (*.bin).
     pub file: PathBuf,
     /// How to decode the first tokens [default: gpt2 if any id is above 256, else byte].
     #[arg(long, value_enum)]

@@ -7,7 +7,9 @@ use std::io::IsTerminal;
 /// the code. With none of --stat/--recipe/--code, all three.
 #[derive(clap::Args)]
 pub struct Args {
+    /// One record (see `records list`).
     pub a: u32,
+    /// The other record; A and B may come in either order.
     pub b: u32,
     /// The series view: commits between A and B with line counts, and the files changed.
     #[arg(long)]

@@ -6,6 +6,7 @@ pub mod replay;
 pub mod review;
 pub mod series;
 pub mod show;
+pub mod verdict;
 
 /// The catalog, with a warning for each manifest that does not load (the others stay usable;
 /// a command that needs the broken one, `wanted`, fails with its error instead).
@@ -18,4 +19,23 @@ pub fn load_catalog(
         eprintln!("records: warning: {} (left out)", b.error);
     }
     Ok(catalog)
+}
+
+/// `--format`: aligned tables for a terminal, or markdown.
+#[derive(Clone, Copy, Default, clap::ValueEnum)]
+pub enum FormatArg {
+    /// Aligned text for a terminal.
+    #[default]
+    Text,
+    /// Markdown, to paste into a pull request or an issue.
+    Md,
+}
+
+impl From<FormatArg> for records::table::Format {
+    fn from(f: FormatArg) -> Self {
+        match f {
+            FormatArg::Text => records::table::Format::Text,
+            FormatArg::Md => records::table::Format::Markdown,
+        }
+    }
 }

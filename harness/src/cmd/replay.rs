@@ -34,6 +34,8 @@ pub struct Args {
     /// Nodes in the job (run the same command on each, with its --node-rank).
     #[arg(long, default_value_t = 1, value_parser = positive::<usize>)]
     pub nnodes: usize,
+    /// This node's rank among the --nnodes, 0 to nnodes-1; node 0 runs rank 0, writes the log
+    /// and prints the verdict.
     #[arg(long, default_value_t = 0)]
     pub node_rank: usize,
     /// Rank 0's host; required with --nnodes > 1.
@@ -59,6 +61,9 @@ pub struct Args {
     /// Where results go [default: <repo>/results].
     #[arg(long)]
     pub results: Option<PathBuf>,
+    /// How the verdict prints.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: super::FormatArg,
 }
 
 /// A count that must be positive, checked while the arguments are parsed so that the error
@@ -73,7 +78,9 @@ fn positive<T: std::str::FromStr + PartialOrd + From<u8>>(s: &str) -> Result<T, 
 
 #[derive(Clone, Copy, PartialEq, clap::ValueEnum)]
 pub enum ScaleArg {
+    /// Shrunk by the common [lab] rule to run on a CPU in minutes.
     Lab,
+    /// Upstream's recipe as it ran on 8×H100.
     Full,
 }
 
@@ -174,7 +181,7 @@ pub fn run(args: Args) -> Result<()> {
         verdict = verdict.with_baseline(&baseline_logs);
     }
     println!("\n#{} {} ({scale} scale; target {target})", m.record.number, m.record.title);
-    print!("{}", verdict.render());
+    print!("{}", verdict.render(args.format.into()));
     let json = serde_json::to_string_pretty(&verdict)?;
     std::fs::write(pending.dir().join("verdict.json"), json).context("writing verdict.json")?;
     let dest = pending.commit()?;

@@ -20,15 +20,30 @@ pub enum Command {
         #[arg(long)]
         build: bool,
     },
-    /// Write record N's trainer tree to target/records/trees/NN/ and print its path.
-    Tree { record: u32 },
+    /// Write record N's trainer tree to target/records/trees/NN/ (or --out DIR) and print its
+    /// path.
+    Tree {
+        /// Record number (see `records list`).
+        record: u32,
+        /// Write the tree here instead: a new or empty folder, or one holding a tree written
+        /// before (it is replaced).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
     /// Write the series as a git repo in DIR, one commit per patch commit, oldest first, to
     /// edit with ordinary git (rebase -i, fixup); `import` writes it back.
-    Export { dir: PathBuf },
+    Export {
+        /// A new or empty folder for the git repository.
+        dir: PathBuf,
+    },
     /// Rewrite patches/ and the checkout's trainer files from an exported (edited) repo.
-    Import { dir: PathBuf },
+    Import {
+        /// The repository `records series export` wrote (and you edited).
+        dir: PathBuf,
+    },
     /// Make patches/NN.patch for the newest record from this repo's commits REV..HEAD.
     Capture {
+        /// The newest record's number; its patch is written.
         record: u32,
         /// The last commit before the record's work.
         #[arg(long, value_name = "REV")]
@@ -46,7 +61,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let checked = series::check::check(&root, build, &mut |line| println!("{line}"))?;
             println!("series ok: {} record(s)", checked.len());
         }
-        Command::Tree { record } => println!("{}", series::materialize(&root, record)?.display()),
+        Command::Tree { record, out: None } => {
+            println!("{}", series::materialize(&root, record)?.display())
+        }
+        Command::Tree { record, out: Some(dir) } => {
+            series::materialize_into(&root, record, &dir)?;
+            println!("{}", dir.display());
+        }
         Command::Export { dir } => {
             let n = series::export::export(&root, &dir)?;
             println!(

@@ -1,11 +1,17 @@
 //! `records show N`: one record's facts, evidence and recipe.
-use records::paths;
+use records::catalog::TARGET_VAL_LOSS;
+use records::{figures, lab_recipe, manifest_text, paths, stats};
 
-/// Show one record: upstream facts, the official figures and its recipe.
+/// Show one record: upstream facts, the official figures and its recipe as the manifest writes
+/// it (with its comments).
 #[derive(clap::Args)]
 pub struct Args {
     /// Record number (see `records list`).
     pub record: u32,
+    /// Show the recipe that actually runs at lab scale, as the record's own trainer resolves it
+    /// (builds that trainer first, like `replay`).
+    #[arg(long)]
+    pub lab: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -19,8 +25,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     println!("  date          {}", r.date);
     println!("  authors       {}", r.authors.join(", "));
     println!(
-        "  official      {} on {} ({:.1} s)",
-        r.official_time_text, r.hardware, r.official_time_s
+        "  official      {} on {} ({})",
+        r.official_time_text,
+        r.hardware,
+        figures::secs(r.official_time_s)
     );
     println!("  steps         {}  ({} tokens)", r.steps, r.tokens);
     if let Some(p) = r.parent {
@@ -30,14 +38,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     println!("\n{}", r.claim.trim());
     let e = &m.evidence;
     if !e.val_losses.is_empty() {
-        let losses: Vec<String> = e.val_losses.iter().map(|x| format!("{x:.4}")).collect();
+        let losses: Vec<String> = e.val_losses.iter().map(|&x| figures::loss(x)).collect();
         println!("\nofficial final val losses: {}", losses.join(", "));
+        if let Some(t) = stats::ttest_1samp_less(&e.val_losses, TARGET_VAL_LOSS) {
+            println!("{}", figures::loss_test(&t, TARGET_VAL_LOSS));
+        }
     }
     if !e.train_times_s.is_empty() {
-        let times: Vec<String> = e.train_times_s.iter().map(|x| format!("{x:.3}")).collect();
-        println!("official train times (s):  {}", times.join(", "));
+        let times: Vec<String> = e.train_times_s.iter().map(|&x| figures::secs(x)).collect();
+        println!("official train times:      {}", times.join(", "));
     }
-    println!("\n[recipe]\n{}", toml::to_string(&m.recipe)?.trim_end());
-    println!("\n[lab]\n{}", toml::to_string(&m.lab)?.trim_end());
+    if args.lab {
+        let recipe = lab_recipe::resolved(&root, m, "lab")?;
+        println!("\n# The recipe #{} runs at lab scale, as its trainer resolves it", r.number);
+        println!("{}", recipe.trim_end());
+    } else {
+        println!("\n{}", manifest_text::table_as_written(&m.path, "recipe")?);
+        println!("\n{}", manifest_text::table_as_written(&m.path, "lab")?);
+    }
     Ok(())
 }

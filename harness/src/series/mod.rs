@@ -208,11 +208,33 @@ impl Series {
 /// Writes record `record`'s trainer tree to `target/records/trees/NN/` (atomically; an
 /// unchanged tree is left as is) and returns that directory. `src/` is never touched.
 pub fn materialize(root: &Path, record: u32) -> anyhow::Result<PathBuf> {
+    let dir = tree_dir(root, record);
+    write_tree(root, record, &dir)?;
+    Ok(dir)
+}
+
+/// Writes record `record`'s trainer tree to `dest`, a folder of the user's: it must be new,
+/// empty, or hold a tree written before, as writing replaces the folder.
+pub fn materialize_into(root: &Path, record: u32, dest: &Path) -> anyhow::Result<()> {
+    if dest.exists() && !dest.join(tree::MARKER).is_file() {
+        let mut entries = std::fs::read_dir(dest)
+            .map_err(|e| anyhow::anyhow!("--out {}: {e}", dest.display()))?;
+        if entries.next().is_some() {
+            anyhow::bail!(
+                "--out {}: the folder is not empty and holds no tree written by `records series \
+                 tree`; writing replaces it, so give a new or empty folder",
+                dest.display()
+            );
+        }
+    }
+    write_tree(root, record, dest)
+}
+
+fn write_tree(root: &Path, record: u32, dest: &Path) -> anyhow::Result<()> {
     let series = Series::load(root)?;
     let repo = apply::scratch_repo()?;
     let tree = series.tree(&repo, record)?;
-    let dir = tree_dir(root, record);
-    tree::write_dir(&repo, tree, &dir)?;
-    tree::write_head_manifests(root, &dir)?;
-    Ok(dir)
+    tree::write_dir(&repo, tree, dest)?;
+    tree::write_head_manifests(root, dest)?;
+    Ok(())
 }
