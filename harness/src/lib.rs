@@ -1,5 +1,6 @@
 //! The `records` library: everything the CLI does, as plain functions (no libtorch here; the
 //! trainer runs as a separate process).
+pub mod bench;
 pub mod catalog;
 pub mod corpora;
 pub mod diff;
@@ -15,4 +16,5 @@ pub mod runlog;
 pub mod series;
 pub mod signals;
 pub mod stats;
+pub mod timing_lock;
 pub mod verdict;

@@ -92,6 +92,10 @@ pub struct Verdict {
     pub baseline: Option<BaselineDelta>,
     /// Our runs were lab scale, so their times are not comparable with the official time.
     pub lab_scale: bool,
+    /// Why our times are not comparable with other runs on this machine (another timed run ran
+    /// beside them, see `timing_lock`); `None` when they ran alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_not_comparable: Option<String>,
 }
 
 impl Verdict {
@@ -128,12 +132,19 @@ impl Verdict {
             reason,
             baseline: None,
             lab_scale: false,
+            time_not_comparable: None,
         })
     }
 
     /// Marks our runs as lab scale: the official time is then shown only as context.
     pub fn at_lab_scale(mut self) -> Verdict {
         self.lab_scale = true;
+        self
+    }
+
+    /// Marks our times as not comparable, saying why.
+    pub fn time_not_comparable(mut self, why: Option<String>) -> Verdict {
+        self.time_not_comparable = why;
         self
     }
 
@@ -165,6 +176,9 @@ impl Verdict {
             self.steps
         );
         let _ = writeln!(o, "  {}", self.reason);
+        if let Some(why) = &self.time_not_comparable {
+            let _ = writeln!(o, "  Times NOT COMPARABLE: {why}");
+        }
         let _ = writeln!(o);
         let _ = writeln!(o, "| metric | ours (this machine) |");
         let _ = writeln!(o, "| --- | ---: |");

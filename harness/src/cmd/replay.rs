@@ -5,6 +5,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use records::catalog::{Manifest, TARGET_VAL_LOSS};
 use records::launch::{launch, LaunchOpts, Stream};
 use records::replay::{build_trainer, PendingResults};
+use records::timing_lock::TimingLock;
 use records::{corpora, paths, runlog, series, verdict::Verdict};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -59,6 +60,10 @@ pub struct Args {
     /// Where results go [default: <repo>/results].
     #[arg(long)]
     pub results: Option<PathBuf>,
+    /// Do not wait for another timed run on this machine (the timing lock); this run's times
+    /// are then marked as not comparable if one is running.
+    #[arg(long)]
+    pub no_lock: bool,
 }
 
 /// A count that must be positive, checked while the arguments are parsed so that the error
@@ -138,6 +143,7 @@ pub fn run(args: Args) -> Result<()> {
     let label = if args.head { format!("{scale}-head") } else { scale.to_string() };
     let results = args.results.clone().unwrap_or_else(|| paths::results_dir(&root));
     let pending = PendingResults::new(&results, args.record, &label)?;
+    let timing = TimingLock::acquire(args.no_lock)?;
     let (mut logs, mut baseline_logs) = (Vec::new(), Vec::new());
     for i in 0..args.runs {
         let seed =
@@ -162,6 +168,8 @@ pub fn run(args: Args) -> Result<()> {
         }
         logs.extend(run(&this, format!("run-{}", i + 1))?);
     }
+    let not_comparable = timing.not_comparable()?;
+    drop(timing);
     if args.node_rank != 0 {
         return Ok(()); // rank 0's node judges and keeps the results
     }
@@ -173,6 +181,7 @@ pub fn run(args: Args) -> Result<()> {
     if parent.is_some() {
         verdict = verdict.with_baseline(&baseline_logs);
     }
+    verdict = verdict.time_not_comparable(not_comparable);
     println!("\n#{} {} ({scale} scale; target {target})", m.record.number, m.record.title);
     print!("{}", verdict.render());
     let json = serde_json::to_string_pretty(&verdict)?;
