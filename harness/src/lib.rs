@@ -1,5 +1,6 @@
 //! The `records` library: everything the CLI does, as plain functions (no libtorch here; the
 //! trainer runs as a separate process).
+pub mod bench;
 pub mod catalog;
 pub mod corpora;
 pub mod diff;
@@ -19,4 +20,5 @@ pub mod series;
 pub mod signals;
 pub mod stats;
 pub mod table;
+pub mod timing_lock;
 pub mod verdict;

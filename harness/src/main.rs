@@ -22,6 +22,8 @@ enum Command {
     Show(cmd::show::Args),
     /// Build a record's trainer, run it, and print the verdict.
     Replay(cmd::replay::Args),
+    /// Time each record's training step, interleaved round by round: ms/step, tokens/s, ratios.
+    Bench(cmd::bench::Args),
     /// Corpora: the default corpus, FineWeb shards, tokenizing text.
     Data(cmd::data::Args),
     /// The patch series: check, export, import, capture.
@@ -63,6 +65,7 @@ fn main() -> ExitCode {
         Command::List(a) => cmd::list::run(a),
         Command::Show(a) => cmd::show::run(a),
         Command::Replay(a) => cmd::replay::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
         Command::Data(a) => cmd::data::run(a),
         Command::Series(a) => cmd::series::run(a),
         Command::Diff(a) => cmd::diff::run(a),

@@ -1,11 +1,12 @@
 //! Replaying a record: the data it needs, building its trainer, running the ranks, results.
 use crate::paths;
-use crate::series::build::{run_cargo, TreeBuild};
+use crate::series::build::{kept_binary, run_cargo, TreeBuild};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
 /// Builds the `train` binary of the materialized tree at `tree` (or, with `head`, of the
-/// checkout itself, into its own target dir). A second build of the same tree does nothing.
+/// checkout itself, into its own target dir). A tree whose binary is kept already is not built
+/// again: its id names its exact files.
 pub fn build_trainer(root: &Path, tree: &Path, head: bool, cuda: bool) -> Result<PathBuf> {
     let libtorch = paths::venv_dir(root).join("libtorch");
     if !libtorch.exists() && std::env::var_os("LIBTORCH").is_none() {
@@ -20,9 +21,16 @@ pub fn build_trainer(root: &Path, tree: &Path, head: bool, cuda: bool) -> Result
         run_cargo(&target, root, &args)?;
         return Ok(target.join("release").join("train"));
     }
+    let kept = kept_binary(root, tree, "train", cuda)?;
+    if kept.is_file() {
+        return Ok(kept);
+    }
     let build = TreeBuild::start(root, tree)?;
+    if kept.is_file() {
+        return Ok(kept); // another replay built it while we waited for the lock
+    }
     build.cargo(&args)?;
-    build.keep_binary("train")
+    build.keep_binary("train", cuda)
 }
 
 /// A CUDA build needs the CUDA wheels of `scripts/setup.sh --cuda` (headers and libraries that
@@ -71,7 +79,11 @@ impl PendingResults {
             crate::series::date::compact_utc(secs as i64),
             std::process::id()
         );
-        let dir = results.join(format!("{record:02}"));
+        PendingResults::in_dir(&results.join(format!("{record:02}")), &id)
+    }
+
+    /// `<dir>/<id>`, written as `<dir>/<TMP_PREFIX><id>` until committed.
+    pub fn in_dir(dir: &Path, id: &str) -> Result<PendingResults> {
         let tmp = dir.join(format!("{TMP_PREFIX}{id}"));
         std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
         let on_signal = Some(crate::signals::remove_on_signal(&tmp));

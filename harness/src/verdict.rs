@@ -103,6 +103,10 @@ pub struct Verdict {
     /// The runs are logs given on the command line, not replays on this machine.
     #[serde(default)]
     pub from_logs: bool,
+    /// Why our times are not comparable with other runs on this machine (another timed run ran
+    /// beside them, see `timing_lock`); `None` when they ran alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_not_comparable: Option<String>,
 }
 
 impl Verdict {
@@ -149,12 +153,19 @@ impl Verdict {
             baseline: None,
             lab_scale: false,
             from_logs: true,
+            time_not_comparable: None,
         })
     }
 
     /// Marks our runs as lab scale: the official time is then shown only as context.
     pub fn at_lab_scale(mut self) -> Verdict {
         self.lab_scale = true;
+        self
+    }
+
+    /// Marks our times as not comparable, saying why.
+    pub fn time_not_comparable(mut self, why: Option<String>) -> Verdict {
+        self.time_not_comparable = why;
         self
     }
 

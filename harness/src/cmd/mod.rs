@@ -1,4 +1,5 @@
 //! One file per subcommand: a clap `Args` struct and `run(args)`.
+pub mod bench;
 pub mod data;
 pub mod diff;
 pub mod list;

@@ -5,6 +5,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use records::catalog::{Manifest, TARGET_VAL_LOSS};
 use records::launch::{launch, LaunchOpts, Stream};
 use records::replay::{build_trainer, PendingResults};
+use records::timing_lock::TimingLock;
 use records::{corpora, paths, runlog, series, verdict::Verdict};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -64,6 +65,10 @@ pub struct Args {
     /// How the verdict prints.
     #[arg(long, value_enum, default_value = "text")]
     pub format: super::FormatArg,
+    /// Do not wait for another timed run on this machine (the timing lock); this run's times
+    /// are then marked as not comparable if one is running.
+    #[arg(long)]
+    pub no_lock: bool,
 }
 
 /// A count that must be positive, checked while the arguments are parsed so that the error
@@ -145,6 +150,7 @@ pub fn run(args: Args) -> Result<()> {
     let label = if args.head { format!("{scale}-head") } else { scale.to_string() };
     let results = args.results.clone().unwrap_or_else(|| paths::results_dir(&root));
     let pending = PendingResults::new(&results, args.record, &label)?;
+    let timing = TimingLock::acquire(args.no_lock)?;
     let (mut logs, mut baseline_logs) = (Vec::new(), Vec::new());
     for i in 0..args.runs {
         let seed =
@@ -169,6 +175,8 @@ pub fn run(args: Args) -> Result<()> {
         }
         logs.extend(run(&this, format!("run-{}", i + 1))?);
     }
+    let not_comparable = timing.not_comparable()?;
+    drop(timing);
     if args.node_rank != 0 {
         return Ok(()); // rank 0's node judges and keeps the results
     }
@@ -180,6 +188,7 @@ pub fn run(args: Args) -> Result<()> {
     if parent.is_some() {
         verdict = verdict.with_baseline(&baseline_logs);
     }
+    verdict = verdict.time_not_comparable(not_comparable);
     println!("\n#{} {} ({scale} scale; target {target})", m.record.number, m.record.title);
     print!("{}", verdict.render(args.format.into()));
     let json = serde_json::to_string_pretty(&verdict)?;

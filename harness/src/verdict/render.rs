@@ -23,6 +23,9 @@ impl Verdict {
         } else {
             let _ = writeln!(o, "{head}\n  {}\n", self.reason);
         }
+        if let Some(why) = &self.time_not_comparable {
+            let _ = writeln!(o, "Times NOT COMPARABLE: {why}\n");
+        }
         o.push_str(&self.summary().render(format));
         o.push('\n');
         if let Some(official) = self.official_time_s {

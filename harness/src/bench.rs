@@ -1,0 +1,362 @@
+//! `records bench`: the training step of each record, timed in interleaved rounds so the
+//! machine's noise hits every record alike, summarised as ms/step, tokens/s and ratios.
+//!
+//! A step's time is the difference of two consecutive `train_time:` figures of the trainer's
+//! log (validation runs on a paused clock, so it is never inside one). The first `warmup` steps
+//! of every run are left out. Ratios are of median step times measured in the same rounds; they
+//! are what compares across machines, the absolute times are this machine's.
+use crate::runlog::RunLog;
+use crate::stats;
+use anyhow::{bail, Result};
+use serde::Serialize;
+use std::fmt::Write;
+
+/// H100 SXM bf16 dense peak, TFLOP/s: the MFU denominator unless `--peak-tflops` says otherwise.
+pub const H100_BF16_TFLOPS: f64 = 989.0;
+
+/// The per-step times (ms) of one run's log, leaving out its first `warmup` steps.
+pub fn step_times(log: &RunLog, warmup: u64) -> Result<Vec<f64>> {
+    if warmup == 0 {
+        bail!("--warmup must be at least 1: the first step's time has no earlier figure to differ from");
+    }
+    let mut points: Vec<(u64, f64)> =
+        log.train.iter().filter_map(|p| Some((p.step, p.train_time_ms?))).collect();
+    points.sort_by_key(|p| p.0);
+    let times: Vec<f64> = points
+        .windows(2)
+        .filter(|w| w[1].0 == w[0].0 + 1 && w[1].0 > warmup)
+        .map(|w| w[1].1 - w[0].1)
+        .collect();
+    if times.is_empty() {
+        bail!("the log has no timed step after the {warmup} warmup steps");
+    }
+    Ok(times)
+}
+
+/// A `# key: value` header of our logs, parsed as a number (`# parameters: 12345`).
+pub fn header_number(log: &RunLog, key: &str) -> Option<u64> {
+    log.header_value(key)?.trim().parse().ok()
+}
+
+/// The recipe's tokens per optimizer step, from the `# recipe: {json}` header line.
+pub fn batch_tokens(log: &RunLog) -> Option<u64> {
+    let recipe: serde_json::Value = serde_json::from_str(log.header_value("recipe")?).ok()?;
+    recipe.get("batch_tokens")?.as_u64()
+}
+
+/// Median and spread of a sample of step times (ms).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Spread {
+    pub n: usize,
+    pub median: f64,
+    pub p10: f64,
+    pub p90: f64,
+    /// Median absolute deviation from the median.
+    pub mad: f64,
+}
+
+impl Spread {
+    pub fn of(x: &[f64]) -> Option<Spread> {
+        let median = stats::median(x)?;
+        let dev: Vec<f64> = x.iter().map(|v| (v - median).abs()).collect();
+        Some(Spread {
+            n: x.len(),
+            median,
+            p10: quantile(x, 0.1)?,
+            p90: quantile(x, 0.9)?,
+            mad: stats::median(&dev)?,
+        })
+    }
+}
+
+/// The `q` quantile with linear interpolation between order statistics (numpy's default).
+pub fn quantile(x: &[f64], q: f64) -> Option<f64> {
+    if x.is_empty() {
+        return None;
+    }
+    let mut v = x.to_vec();
+    v.sort_by(f64::total_cmp);
+    let pos = q.clamp(0.0, 1.0) * (v.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    Some(v[lo] + (v[hi] - v[lo]) * (pos - lo as f64))
+}
+
+/// What one record's runs measured, round by round.
+pub struct Samples {
+    pub record: u32,
+    pub title: String,
+    pub parent: Option<u32>,
+    /// The git tree id of the trainer that ran.
+    pub tree: String,
+    /// Step times (ms) of each round's run.
+    pub rounds: Vec<Vec<f64>>,
+    pub batch_tokens: Option<u64>,
+    pub parameters: Option<u64>,
+    pub peak_mem_allocated_mib: Option<u64>,
+}
+
+/// One record's step time against another record's, measured in the same rounds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Ratio {
+    /// The record compared with.
+    pub of: u32,
+    /// Median step time of this record over the other's.
+    pub median: f64,
+    /// The same ratio, round by round (medians of each round).
+    pub rounds_min: f64,
+    pub rounds_max: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RecordBench {
+    pub record: u32,
+    pub title: String,
+    pub parent: Option<u32>,
+    pub tree: String,
+    pub ms_per_step: Spread,
+    /// Median step time of each round.
+    pub round_medians_ms: Vec<f64>,
+    pub batch_tokens: Option<u64>,
+    pub tokens_per_s: Option<f64>,
+    pub parameters: Option<u64>,
+    /// Against the first record of the series (#1), when it was benched too.
+    pub ratio_to_first: Option<Ratio>,
+    /// Against the record's parent, when it was benched too.
+    pub ratio_to_parent: Option<Ratio>,
+    /// Model FLOPs utilisation on CUDA: 6 FLOPs per parameter per token (attention scores left
+    /// out) at the median step time, over the peak.
+    pub mfu: Option<f64>,
+    pub peak_mem_allocated_mib: Option<u64>,
+}
+
+/// Where and how the bench ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct Setup {
+    pub date_utc: String,
+    /// "lab" or "full".
+    pub scale: String,
+    /// The trainer's device line (`cpu (2 threads)`, `cuda:0 (NVIDIA H100 ...)`).
+    pub device: String,
+    /// The CPU model (/proc/cpuinfo).
+    pub cpu: String,
+    pub rounds: u32,
+    pub warmup_steps: u64,
+    pub timed_steps: u64,
+    /// The MFU denominator on CUDA, TFLOP/s; `None` on CPU.
+    pub peak_tflops: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Bench {
+    #[serde(flatten)]
+    pub setup: Setup,
+    /// Why the times are not comparable (another timed run ran beside this one); `None` when it
+    /// ran alone.
+    pub time_not_comparable: Option<String>,
+    pub records: Vec<RecordBench>,
+}
+
+impl Bench {
+    /// Summarises `samples` (one per record, in the order benched). `first` is the series' first
+    /// record, the common reference of every ratio.
+    pub fn new(setup: Setup, samples: &[Samples], first: u32) -> Result<Bench> {
+        let mut records = Vec::new();
+        for s in samples {
+            let all: Vec<f64> = s.rounds.concat();
+            let Some(ms) = Spread::of(&all) else {
+                bail!("record #{}: no timed steps", s.record);
+            };
+            let round_medians_ms = s.rounds.iter().filter_map(|r| stats::median(r)).collect();
+            let tokens_per_s = s.batch_tokens.map(|t| t as f64 / (ms.median / 1e3));
+            let mfu = match (setup.peak_tflops, s.parameters, tokens_per_s) {
+                (Some(peak), Some(p), Some(tps)) => Some(6.0 * p as f64 * tps / (peak * 1e12)),
+                _ => None,
+            };
+            let against = |other: Option<u32>| {
+                let o = samples.iter().find(|o| Some(o.record) == other && o.record != s.record)?;
+                ratio(s, o)
+            };
+            records.push(RecordBench {
+                record: s.record,
+                title: s.title.clone(),
+                parent: s.parent,
+                tree: s.tree.clone(),
+                ms_per_step: ms,
+                round_medians_ms,
+                batch_tokens: s.batch_tokens,
+                tokens_per_s,
+                parameters: s.parameters,
+                ratio_to_first: against(Some(first)),
+                ratio_to_parent: against(s.parent),
+                mfu,
+                peak_mem_allocated_mib: s.peak_mem_allocated_mib,
+            });
+        }
+        Ok(Bench { setup, time_not_comparable: None, records })
+    }
+
+    /// A markdown table with a heading line, as docs/perf.md shows it.
+    pub fn render(&self) -> String {
+        let s = &self.setup;
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "records bench, {} scale on {} ({}), {}: {} rounds x {} timed steps per record after {} warmup steps (ours, this machine)",
+            s.scale, s.device, s.cpu, s.date_utc, s.rounds, s.timed_steps, s.warmup_steps
+        );
+        if let Some(why) = &self.time_not_comparable {
+            let _ = writeln!(o, "Times NOT COMPARABLE: {why}");
+        }
+        let cuda = s.peak_tflops.is_some();
+        let _ = write!(
+            o,
+            "\n| record | ms/step (median) | p10-p90 | MAD | tokens/s | vs #1 | vs parent |"
+        );
+        if let Some(peak) = s.peak_tflops {
+            let _ = write!(o, " MFU (of {peak} TFLOP/s) | peak memory |");
+        }
+        let _ = write!(o, "\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+        if cuda {
+            o.push_str(" ---: | ---: |");
+        }
+        o.push('\n');
+        for r in &self.records {
+            let m = &r.ms_per_step;
+            let _ = write!(
+                o,
+                "| #{} | {:.1} | {:.1}-{:.1} | {:.1} | {} | {} | {} |",
+                r.record,
+                m.median,
+                m.p10,
+                m.p90,
+                m.mad,
+                r.tokens_per_s.map_or("n/a".to_string(), |t| format!("{t:.0}")),
+                show_ratio(r.ratio_to_first.as_ref()),
+                show_ratio(r.ratio_to_parent.as_ref()),
+            );
+            if cuda {
+                let _ = write!(
+                    o,
+                    " {} | {} |",
+                    r.mfu.map_or("n/a".to_string(), |f| format!("{:.1}%", 100.0 * f)),
+                    r.peak_mem_allocated_mib.map_or("n/a".to_string(), |m| format!("{m} MiB"))
+                );
+            }
+            o.push('\n');
+        }
+        let _ = writeln!(
+            o,
+            "\nvs: median step time over the other record's (lower is faster), with the range of the per-round ratios."
+        );
+        o
+    }
+}
+
+/// `s`'s median step time over `o`'s, overall and round by round.
+fn ratio(s: &Samples, o: &Samples) -> Option<Ratio> {
+    let median = stats::median(&s.rounds.concat())? / stats::median(&o.rounds.concat())?;
+    let per_round: Vec<f64> = s
+        .rounds
+        .iter()
+        .zip(&o.rounds)
+        .filter_map(|(a, b)| Some(stats::median(a)? / stats::median(b)?))
+        .collect();
+    Some(Ratio {
+        of: o.record,
+        median,
+        rounds_min: per_round.iter().copied().fold(f64::INFINITY, f64::min),
+        rounds_max: per_round.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    })
+}
+
+fn show_ratio(r: Option<&Ratio>) -> String {
+    match r {
+        Some(r) => format!("{:.2}x #{} ({:.2}-{:.2})", r.median, r.of, r.rounds_min, r.rounds_max),
+        None => "-".to_string(),
+    }
+}
+
+/// The CPU's model name from /proc/cpuinfo ("unknown CPU" elsewhere).
+pub fn cpu_model() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = info.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == "model name").then(|| v.trim().to_string())
+    });
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    format!("{}, {cores} cores", model.unwrap_or_else(|| "unknown CPU".to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_interpolate_like_numpy() {
+        let x = [4.0, 1.0, 3.0, 2.0, 5.0];
+        assert_eq!(quantile(&x, 0.5), Some(3.0));
+        assert_eq!(quantile(&x, 0.1), Some(1.4));
+        assert!((quantile(&x, 0.9).unwrap() - 4.6).abs() < 1e-12);
+        assert_eq!(quantile(&[], 0.5), None);
+        let s = Spread::of(&[10.0, 11.0, 12.0, 30.0]).unwrap();
+        assert_eq!((s.median, s.mad), (11.5, 1.0));
+    }
+
+    #[test]
+    fn step_times_are_differences_after_warmup() {
+        let log = crate::runlog::parse(
+            "# recipe: {\"batch_tokens\": 2048}\n# parameters: 100\n\
+             step:0/4 val_loss:5.0 train_time:0ms step_avg:0.00ms\n\
+             step:1/4 train_loss:5.0 train_time:0ms step_avg:0.00ms\n\
+             step:2/4 train_loss:4.0 train_time:120ms step_avg:120.00ms\n\
+             step:3/4 train_loss:3.0 train_time:230ms step_avg:115.00ms\n\
+             step:4/4 train_loss:2.0 train_time:350ms step_avg:116.67ms\n\
+             step:4/4 val_loss:2.0 train_time:350ms step_avg:116.67ms\n",
+        );
+        assert_eq!(step_times(&log, 1).unwrap(), vec![120.0, 110.0, 120.0]);
+        assert_eq!(step_times(&log, 2).unwrap(), vec![110.0, 120.0]);
+        assert!(step_times(&log, 4).is_err(), "no step after the warmup");
+        assert!(step_times(&log, 0).is_err());
+        assert_eq!(batch_tokens(&log), Some(2048));
+        assert_eq!(header_number(&log, "parameters"), Some(100));
+    }
+
+    #[test]
+    fn ratios_compare_medians_of_the_same_rounds() {
+        let sample = |record, parent, rounds: Vec<Vec<f64>>| Samples {
+            record,
+            title: String::new(),
+            parent,
+            tree: String::new(),
+            rounds,
+            batch_tokens: Some(1000),
+            parameters: Some(1_000_000),
+            peak_mem_allocated_mib: None,
+        };
+        let setup = Setup {
+            date_utc: String::new(),
+            scale: "lab".into(),
+            device: "cpu".into(),
+            cpu: String::new(),
+            rounds: 2,
+            warmup_steps: 1,
+            timed_steps: 2,
+            peak_tflops: None,
+        };
+        let a = sample(1, None, vec![vec![100.0, 100.0], vec![200.0, 200.0]]);
+        let b = sample(29, Some(1), vec![vec![150.0, 150.0], vec![300.0, 300.0]]);
+        let bench = Bench::new(setup, &[a, b], 1).unwrap();
+        let (one, new) = (&bench.records[0], &bench.records[1]);
+        assert!(one.ratio_to_first.is_none(), "no ratio of a record to itself");
+        let r = new.ratio_to_first.as_ref().unwrap();
+        assert_eq!((r.of, r.median, r.rounds_min, r.rounds_max), (1, 1.5, 1.5, 1.5));
+        assert_eq!(new.ratio_to_parent, new.ratio_to_first);
+        assert_eq!(new.tokens_per_s, Some(1000.0 / 0.225));
+        assert!(new.mfu.is_none(), "no MFU on CPU");
+        let table = bench.render();
+        assert!(
+            table.contains("| #29 | 225.0 | 150.0-300.0 | 75.0 | 4444 | 1.50x #1 (1.50-1.50) |"),
+            "{table}"
+        );
+    }
+}

@@ -1,0 +1,166 @@
+//! `records bench [N...]`: each record's own trainer, a few steps at a time in interleaved rounds,
+//! under the timing lock; a table on stdout and `results/bench/<run id>/bench.json`.
+use super::replay::ScaleArg;
+use anyhow::{Context, Result};
+use corpus::tokenizer::Tokenizer;
+use records::bench::{self, Bench, Samples, Setup};
+use records::catalog::{Catalog, Manifest};
+use records::launch::{launch, LaunchOpts, Stream};
+use records::replay::{build_trainer, PendingResults};
+use records::timing_lock::TimingLock;
+use records::{corpora, paths, runlog, series};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Time one rank's training step of each record, interleaved round by round.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Records to time [default: every record in records/].
+    pub records: Vec<u32>,
+    /// lab: the [lab] shape on CPU; full: upstream's shape on one GPU (its batch by gradient
+    /// accumulation) [default: lab, or full with --cuda].
+    #[arg(long, value_enum)]
+    pub scale: Option<ScaleArg>,
+    /// Run on the GPU: trainers built with CUDA; adds MFU and peak memory.
+    #[arg(long)]
+    pub cuda: bool,
+    /// Rounds; each runs every record once, in turn.
+    #[arg(long, default_value_t = 5)]
+    pub rounds: u32,
+    /// Timed steps of each record per round.
+    #[arg(long, default_value_t = 8)]
+    pub steps: u64,
+    /// Steps of each run left out before the timed ones (at least 1).
+    #[arg(long, default_value_t = 2)]
+    pub warmup: u64,
+    /// The device's peak TFLOP/s for MFU [default: 989, an H100's bf16 dense peak].
+    #[arg(long, default_value_t = bench::H100_BF16_TFLOPS)]
+    pub peak_tflops: f64,
+    /// Shard folder [default: data/default at lab scale, data/fineweb10B at full scale].
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// Where results go [default: <repo>/results].
+    #[arg(long)]
+    pub results: Option<PathBuf>,
+    /// Do not wait for another timed run on this machine; the times are then marked as not
+    /// comparable if one is running.
+    #[arg(long)]
+    pub no_lock: bool,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    anyhow::ensure!(args.rounds >= 1, "--rounds must be at least 1");
+    anyhow::ensure!(args.steps >= 1, "--steps must be at least 1");
+    anyhow::ensure!(
+        args.warmup >= 1,
+        "--warmup must be at least 1 (the first step has no earlier time to differ from)"
+    );
+    let root = paths::repo_root()?;
+    let catalog = Catalog::load(&root)?;
+    let chosen: Vec<&Manifest> = if args.records.is_empty() {
+        catalog.records().iter().collect()
+    } else {
+        args.records.iter().map(|&n| catalog.get(n)).collect::<Result<_>>()?
+    };
+    let first = catalog.records().first().context("records/ holds no manifest")?.record.number;
+    let lab = args.scale.unwrap_or(if args.cuda { ScaleArg::Full } else { ScaleArg::Lab })
+        == ScaleArg::Lab;
+    let scale = if lab { "lab" } else { "full" };
+    let data = match (&args.data, lab) {
+        (Some(d), _) => d.clone(),
+        (None, true) => corpora::ensure_default(&root, &Tokenizer::byte())?.0,
+        (None, false) => records::download::default_dest(&root),
+    };
+    let mut trainers = Vec::new();
+    for m in &chosen {
+        let n = m.record.number;
+        eprintln!("records: building the trainer of #{n} ...");
+        let dir = series::materialize(&root, n)?;
+        let tree = std::fs::read_to_string(dir.join(series::tree::MARKER))?.trim().to_string();
+        let bin = build_trainer(&root, &dir, false, args.cuda)?;
+        trainers.push((*m, dir, tree, bin));
+    }
+
+    let results = args.results.clone().unwrap_or_else(|| paths::results_dir(&root));
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs();
+    let date = series::date::compact_utc(secs as i64);
+    let id = format!("{date}-{}-{scale}", std::process::id());
+    let pending = PendingResults::in_dir(&results.join("bench"), &id)?;
+
+    let timing = TimingLock::acquire(args.no_lock)?;
+    let mut samples: Vec<Samples> = trainers
+        .iter()
+        .map(|(m, _, tree, _)| Samples {
+            record: m.record.number,
+            title: m.record.title.clone(),
+            parent: m.record.parent,
+            tree: tree.clone(),
+            rounds: Vec::new(),
+            batch_tokens: None,
+            parameters: None,
+            peak_mem_allocated_mib: None,
+        })
+        .collect();
+    let mut device = String::new();
+    let total = args.warmup + args.steps;
+    for round in 1..=args.rounds {
+        for ((m, dir, tree, bin), s) in trainers.iter().zip(&mut samples) {
+            let n = m.record.number;
+            let out = pending.dir().join(format!("round-{round}-{n:02}"));
+            let mut a: Vec<OsString> = vec!["--manifest".into(), m.path.clone().into()];
+            a.extend(["--scale".into(), scale.into(), "--data".into(), data.clone().into()]);
+            a.extend([
+                "--out".into(),
+                out.clone().into(),
+                "--steps".into(),
+                total.to_string().into(),
+            ]);
+            a.extend(["--header".into(), format!("bench=round {round}/{}", args.rounds).into()]);
+            a.extend(["--header".into(), format!("tree={tree} ({})", dir.display()).into()]);
+            if !args.cuda {
+                a.push("--cpu".into());
+            }
+            launch(bin, &a, 1, &LaunchOpts::default(), |line| {
+                if line.stream == Stream::Stderr {
+                    eprintln!("[#{n}] {}", line.text);
+                }
+            })
+            .map_err(|e| anyhow::anyhow!("record #{n}, round {round}: {e}"))?;
+            let log = runlog::parse_file(&out.join("train.log"))?;
+            let times = bench::step_times(&log, args.warmup)
+                .with_context(|| format!("record #{n}, round {round}: {}", out.display()))?;
+            eprintln!(
+                "records: round {round}/{}: #{n} {:.1} ms/step (median of {})",
+                args.rounds,
+                records::stats::median(&times).unwrap_or(f64::NAN),
+                times.len()
+            );
+            s.rounds.push(times);
+            s.batch_tokens = bench::batch_tokens(&log);
+            s.parameters = bench::header_number(&log, "parameters");
+            s.peak_mem_allocated_mib = s.peak_mem_allocated_mib.max(log.peak_mem_allocated_mib);
+            device = log.header_value("device").unwrap_or_default().to_string();
+        }
+    }
+    let not_comparable = timing.not_comparable()?;
+    drop(timing);
+
+    let setup = Setup {
+        date_utc: date,
+        scale: scale.to_string(),
+        device,
+        cpu: bench::cpu_model(),
+        rounds: args.rounds,
+        warmup_steps: args.warmup,
+        timed_steps: args.steps,
+        peak_tflops: args.cuda.then_some(args.peak_tflops),
+    };
+    let mut bench = Bench::new(setup, &samples, first)?;
+    bench.time_not_comparable = not_comparable;
+    print!("{}", bench.render());
+    std::fs::write(pending.dir().join("bench.json"), serde_json::to_string_pretty(&bench)?)
+        .context("writing bench.json")?;
+    let dest = pending.commit()?;
+    println!("results: {}", dest.join("bench.json").display());
+    Ok(())
+}

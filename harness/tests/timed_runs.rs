@@ -1,0 +1,99 @@
+//! `records bench` and `records replay` end to end, as timed runs: the real CLI builds each
+//! record's own tree, runs its trainer in interleaved rounds and writes bench.json. Here this test
+//! process holds the timing lock, so both run with --no-lock and must say that their times are
+//! not comparable (tests/timing_lock.rs covers waiting).
+use std::fs::File;
+use std::path::Path;
+use std::process::Command;
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
+}
+
+fn records(args: &[&str], lock: &Path) -> (String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_records"))
+        .args(args)
+        .env("RECORDS_ROOT", repo())
+        .env("RECORDS_TIMING_LOCK", lock)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(out.status.success(), "records {args:?} failed:\n{stderr}\n{stdout}");
+    (stdout, stderr)
+}
+
+/// The only entry of `dir`.
+fn only_entry(dir: &Path) -> std::path::PathBuf {
+    let entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(entries.len(), 1, "one finished folder, no temp folder left: {entries:?}");
+    entries[0].clone()
+}
+
+#[test]
+fn bench_of_1_and_29_interleaves_rounds_and_writes_bench_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lock = tmp.path().join("timing.lock");
+    let held = File::create(&lock).unwrap();
+    held.lock().unwrap();
+    let results = tmp.path().join("results");
+    let bench = ["bench", "1", "29", "--rounds", "2", "--steps", "2", "--warmup", "1"];
+    let (stdout, stderr) = records(
+        &[&bench[..], &["--no-lock", "--results", results.to_str().unwrap()]].concat(),
+        &lock,
+    );
+    // Interleaved: round 1 runs #1 then #29, then round 2 does.
+    let order: Vec<&str> = stderr.lines().filter(|l| l.starts_with("records: round ")).collect();
+    assert_eq!(order.len(), 4, "{stderr}");
+    for (line, want) in order.iter().zip(["1/2: #1 ", "1/2: #29 ", "2/2: #1 ", "2/2: #29 "]) {
+        assert!(line.contains(want), "{line} should be {want}");
+    }
+    assert!(
+        stdout.contains("Times NOT COMPARABLE: ran with --no-lock while another process held"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("| #29 | ") && stdout.contains("x #1 ("), "{stdout}");
+
+    let run = only_entry(&results.join("bench"));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("bench.json")).unwrap()).unwrap();
+    assert_eq!(json["scale"], "lab");
+    assert!(json["time_not_comparable"].is_string(), "{json}");
+    let recs = json["records"].as_array().unwrap();
+    assert_eq!(recs.len(), 2);
+    for (r, n) in recs.iter().zip([1, 29]) {
+        assert_eq!(r["record"], n);
+        assert_eq!(r["ms_per_step"]["n"], 4, "2 rounds x 2 timed steps: {r}");
+        assert_eq!(r["batch_tokens"], 2048);
+        let ms = r["ms_per_step"]["median"].as_f64().unwrap();
+        assert!(ms > 0.0, "{r}");
+        let tps = r["tokens_per_s"].as_f64().unwrap();
+        assert!((tps - 2048.0 / (ms / 1e3)).abs() < 1e-6 * tps, "{r}");
+        assert!(r["mfu"].is_null(), "no MFU on CPU");
+    }
+    assert!(recs[0]["ratio_to_first"].is_null());
+    assert_eq!(recs[1]["ratio_to_first"]["of"], 1);
+    assert_eq!(recs[1]["ratio_to_parent"]["of"], 1);
+    // Each run's log is kept beside bench.json, and it was the record's own tree that ran.
+    let log = std::fs::read_to_string(run.join("round-2-29/train.log")).unwrap();
+    assert!(log.contains("# bench: round 2/2") && log.contains("# tree: "), "{log}");
+}
+
+#[test]
+fn replay_without_the_lock_beside_a_holder_says_not_comparable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lock = tmp.path().join("timing.lock");
+    let held = File::create(&lock).unwrap();
+    held.lock().unwrap();
+    let results = tmp.path().join("results");
+    let (stdout, _) = records(
+        &["replay", "1", "--steps", "2", "--no-lock", "--results", results.to_str().unwrap()],
+        &lock,
+    );
+    assert!(stdout.contains("Times NOT COMPARABLE: ran with --no-lock while"), "{stdout}");
+    let run = only_entry(&results.join("01"));
+    let verdict = std::fs::read_to_string(run.join("verdict.json")).unwrap();
+    assert!(verdict.contains("\"time_not_comparable\": \"ran with --no-lock while"), "{verdict}");
+}
