@@ -27,6 +27,8 @@ enum Command {
     Diff(cmd::diff::Args),
     /// Walk through one record's change like a pull request.
     Review(cmd::review::Args),
+    /// Write the records as a static web site: index, one page per record, diffs, curves.
+    Site(cmd::site::Args),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +41,7 @@ fn main() -> ExitCode {
         Command::Series(a) => cmd::series::run(a),
         Command::Diff(a) => cmd::diff::run(a),
         Command::Review(a) => cmd::review::run(a),
+        Command::Site(a) => cmd::site::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -6,3 +6,4 @@ pub mod replay;
 pub mod review;
 pub mod series;
 pub mod show;
+pub mod site;

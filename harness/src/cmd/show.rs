@@ -1,4 +1,5 @@
 //! `records show N`: one record's facts, evidence and recipe.
+use records::plot::{self, Chart, XAxis};
 use records::{catalog::Catalog, paths};
 
 /// Show one record: upstream facts, the official figures and its recipe.
@@ -6,6 +7,9 @@ use records::{catalog::Catalog, paths};
 pub struct Args {
     /// Record number (see `records list`).
     pub record: u32,
+    /// Print no official val-loss curve (none is printed when stdout is not a terminal).
+    #[arg(long)]
+    pub no_plot: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -37,6 +41,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let times: Vec<String> = e.train_times_s.iter().map(|x| format!("{x:.3}")).collect();
         println!("official train times (s):  {}", times.join(", "));
     }
+    let chart = Chart::official(m, XAxis::Step);
+    plot::term::print(chart.as_slice(), !args.no_plot);
     println!("\n[recipe]\n{}", toml::to_string(&m.recipe)?.trim_end());
     println!("\n[lab]\n{}", toml::to_string(&m.lab)?.trim_end());
     Ok(())
