@@ -5,12 +5,20 @@ use std::fmt::Write;
 use std::io::IsTerminal;
 use textplots::{Chart as Canvas, ColorPlot, LabelBuilder, LabelFormat, Shape};
 
-/// The columns to draw in: the terminal's width when stdout is one and `enabled`, else `None`.
+/// The columns to draw in when stdout is a terminal and `enabled`: the terminal's width, else
+/// (a terminal that reports no size) `COLUMNS` or 80.
 pub fn width(enabled: bool) -> Option<usize> {
-    if !enabled || !std::io::stdout().is_terminal() {
+    let stdout = std::io::stdout();
+    if !enabled || !stdout.is_terminal() {
         return None;
     }
-    terminal_size::terminal_size().map(|(w, _)| w.0 as usize)
+    let columns = || std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok());
+    Some(
+        terminal_size::terminal_size_of(stdout)
+            .map(|(w, _)| w.0 as usize)
+            .or_else(columns)
+            .unwrap_or(80),
+    )
 }
 
 /// Prints `charts` when stdout is a terminal and `enabled` (not `--no-plot`), in colour unless
