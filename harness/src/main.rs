@@ -34,6 +34,8 @@ enum Command {
     Review(cmd::review::Args),
     /// Judge any training logs (upstream's or your own GPU runs) as a replay is judged.
     Verdict(cmd::verdict::Args),
+    /// Write the records as a static web site: index, one page per record, diffs, curves.
+    Site(cmd::site::Args),
 }
 
 fn main() -> ExitCode {
@@ -71,6 +73,7 @@ fn main() -> ExitCode {
         Command::Diff(a) => cmd::diff::run(a),
         Command::Review(a) => cmd::review::run(a),
         Command::Verdict(a) => cmd::verdict::run(a),
+        Command::Site(a) => cmd::site::run(a),
     };
     drop(pager);
     records::signals::wait_if_stopping();

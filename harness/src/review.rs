@@ -18,7 +18,7 @@ use std::path::Path;
 pub use crate::table::Format;
 
 /// Where a note lands: commit, file, hunk and body line of the record's patch.
-type Spot = (usize, usize, usize, usize);
+pub type Spot = (usize, usize, usize, usize);
 
 /// Renders the review of record `n`.
 pub fn render(root: &Path, n: u32, format: Format, paint: Paint) -> Result<String> {
@@ -144,7 +144,7 @@ fn upstream_credit(m: &Manifest) -> String {
 /// Anchors each note at a body line of the patch whose line, followed through the later
 /// commits, is the note's line in the record's tree. An added line wins over a context line.
 /// Notes that anchor nowhere come back loose.
-fn place_notes<'n>(
+pub fn place_notes<'n>(
     notes: &'n [Note],
     commits: &[Vec<FilePatch>],
 ) -> (BTreeMap<Spot, Vec<&'n Note>>, Vec<&'n Note>) {

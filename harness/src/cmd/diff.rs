@@ -1,6 +1,8 @@
 //! `records diff A B`: the commits between two records, their recipe diff and their code diff.
+use records::catalog::Catalog;
 use records::diff::{self, Paint, Parts};
 use records::paths;
+use records::plot::{self, Chart, XAxis};
 use std::io::IsTerminal;
 
 /// What changed between two records (either order): the commits between them, the recipe and
@@ -20,6 +22,9 @@ pub struct Args {
     /// The code diff of the two trees.
     #[arg(long)]
     pub code: bool,
+    /// Print no official val-loss curves (none are printed when stdout is not a terminal).
+    #[arg(long)]
+    pub no_plot: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -29,6 +34,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Parts { series: all || args.stat, recipe: all || args.recipe, code: all || args.code };
     let text = diff::render(&root, args.a, args.b, parts, Paint(colour()))?;
     print!("{text}");
+    let catalog = Catalog::load(&root)?;
+    let chart = Chart::official_pair(catalog.get(args.a)?, catalog.get(args.b)?, XAxis::Step);
+    plot::term::print(chart.as_slice(), !args.no_plot);
     Ok(())
 }
 

@@ -7,6 +7,7 @@ pub mod replay;
 pub mod review;
 pub mod series;
 pub mod show;
+pub mod site;
 pub mod verdict;
 
 /// The catalog, with a warning for each manifest that does not load (the others stay usable;

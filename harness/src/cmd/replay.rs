@@ -4,6 +4,7 @@ use corpus::tokenizer::Tokenizer;
 use indicatif::{ProgressBar, ProgressStyle};
 use records::catalog::{Manifest, TARGET_VAL_LOSS};
 use records::launch::{launch, LaunchOpts, Stream};
+use records::plot::{self, Chart, XAxis};
 use records::replay::{build_trainer, PendingResults};
 use records::timing_lock::TimingLock;
 use records::{corpora, paths, runlog, series, verdict::Verdict};
@@ -69,6 +70,9 @@ pub struct Args {
     /// are then marked as not comparable if one is running.
     #[arg(long)]
     pub no_lock: bool,
+    /// Print no val-loss curve after the verdict (none is printed when stdout is not a terminal).
+    #[arg(long)]
+    pub no_plot: bool,
 }
 
 /// A count that must be positive, checked while the arguments are parsed so that the error
@@ -191,11 +195,20 @@ pub fn run(args: Args) -> Result<()> {
     verdict = verdict.time_not_comparable(not_comparable);
     println!("\n#{} {} ({scale} scale; target {target})", m.record.number, m.record.title);
     print!("{}", verdict.render(args.format.into()));
+    plot_runs(m.record.number, &logs, lab, target, !args.no_plot);
     let json = serde_json::to_string_pretty(&verdict)?;
     std::fs::write(pending.dir().join("verdict.json"), json).context("writing verdict.json")?;
     let dest = pending.commit()?;
     println!("results: {}", dest.display());
     Ok(())
+}
+
+/// The runs' val curves in the terminal, against the target they were judged by.
+fn plot_runs(number: u32, logs: &[runlog::RunLog], lab: bool, target: f64, enabled: bool) {
+    let runs: Vec<(String, &[runlog::ValPoint])> =
+        logs.iter().enumerate().map(|(i, l)| (format!("run {}", i + 1), &l.val[..])).collect();
+    let chart = Chart::runs(number, &runs, lab, Some(target), XAxis::Step);
+    plot::term::print(chart.as_slice(), enabled);
 }
 
 /// A record's built trainer: the record's own tree (or, with `head`, the checkout).

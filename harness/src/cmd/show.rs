@@ -1,5 +1,6 @@
 //! `records show N`: one record's facts, evidence and recipe.
 use records::catalog::TARGET_VAL_LOSS;
+use records::plot::{self, Chart, XAxis};
 use records::{figures, lab_recipe, manifest_text, paths, stats};
 
 /// Show one record: upstream facts, the official figures and its recipe as the manifest writes
@@ -12,6 +13,9 @@ pub struct Args {
     /// (builds that trainer first, like `replay`).
     #[arg(long)]
     pub lab: bool,
+    /// Print no official val-loss curve (none is printed when stdout is not a terminal).
+    #[arg(long)]
+    pub no_plot: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -56,5 +60,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         println!("\n{}", manifest_text::table_as_written(&m.path, "recipe")?);
         println!("\n{}", manifest_text::table_as_written(&m.path, "lab")?);
     }
+    let chart = Chart::official(m, XAxis::Step);
+    plot::term::print(chart.as_slice(), !args.no_plot);
     Ok(())
 }

@@ -1,0 +1,89 @@
+//! `records site DIR`: the records as a static site, readable without a server or JavaScript.
+//! An index (upstream's table with this machine's lab verdicts and a mini curve), one page per
+//! record (header, claim, the commits of its patch with the review notes beside the lines they
+//! anchor, the official evidence and our replays, curves as inline SVG) and one page per record
+//! against its parent. Everything comes from the harness's own readers: the catalog, the
+//! series, `review::place_notes`, `diff::recipe_changes`, `stats` and `replays`.
+mod pages;
+
+use crate::catalog::Catalog;
+use crate::series::{apply, Series};
+use anyhow::{Context, Result};
+use minijinja::Environment;
+use std::path::{Path, PathBuf};
+
+/// What `build` wrote.
+#[derive(Debug)]
+pub struct Built {
+    pub files: Vec<PathBuf>,
+}
+
+/// The page of record `n`, relative to the site's folder.
+pub fn record_page(n: u32) -> String {
+    format!("{n:02}.html")
+}
+
+/// The page of the diff from record `a` to record `b`.
+pub fn diff_page(a: u32, b: u32) -> String {
+    format!("diff-{a:02}-{b:02}.html")
+}
+
+/// Writes the site for the checkout at `root` (results from `results`) into `out`, each file
+/// atomically; files of an earlier build that are not rewritten are left alone.
+pub fn build(root: &Path, results: &Path, out: &Path) -> Result<Built> {
+    let catalog = Catalog::load(root)?;
+    let series = Series::load(root)?;
+    let env = templates()?;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let mut files = Vec::new();
+    let mut write = |name: &str, text: &str| -> Result<()> {
+        let path = out.join(name);
+        write_atomic(&path, text.as_bytes())?;
+        files.push(path);
+        Ok(())
+    };
+    write("style.css", include_str!("style.css"))?;
+    let replays = pages::Replays::load(&catalog, results)?;
+    write("index.html", &pages::index(&env, &catalog, &replays)?)?;
+    let repo = apply::scratch_repo()?;
+    let oldest = catalog.records().first().map(|m| m.record.number);
+    let trees = match oldest {
+        Some(n) => series.trees(&repo, n)?,
+        None => Default::default(),
+    };
+    for m in catalog.records() {
+        let n = m.record.number;
+        write(&record_page(n), &pages::record(&env, &catalog, &series, &replays, n)?)?;
+        if let Some(p) = m.record.parent {
+            let (ta, tb) = (trees.get(&p), trees.get(&n));
+            let (Some(&ta), Some(&tb)) = (ta, tb) else {
+                anyhow::bail!("no trees for #{p} and #{n} in the series");
+            };
+            let page = pages::diff(&env, &catalog, &series, &repo, (p, ta), (n, tb))?;
+            write(&diff_page(p, n), &page)?;
+        }
+    }
+    Ok(Built { files })
+}
+
+fn templates() -> Result<Environment<'static>> {
+    let mut env = Environment::new();
+    for (name, text) in [
+        ("base.html", include_str!("templates/base.html")),
+        ("macros.html", include_str!("templates/macros.html")),
+        ("index.html", include_str!("templates/index.html")),
+        ("record.html", include_str!("templates/record.html")),
+        ("diff.html", include_str!("templates/diff.html")),
+    ] {
+        env.add_template(name, text).with_context(|| format!("template {name}"))?;
+    }
+    Ok(env)
+}
+
+/// Writes `bytes` to a sibling temp file and renames it into place.
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+}

@@ -1,0 +1,415 @@
+//! The site's pages: the data each template is rendered with, built from the harness's
+//! readers.
+use crate::catalog::{Catalog, Manifest, Note, RecordFacts, TARGET_VAL_LOSS};
+use crate::diff::{recipe_changes, RecipeChange};
+use crate::plot::svg;
+use crate::plot::{Chart, XAxis};
+use crate::replays::{self, Replay};
+use crate::review::{place_notes, Spot};
+use crate::series::patch::{self, FilePatch};
+use crate::series::{tree, Series};
+use crate::stats;
+use anyhow::Result;
+use git2::{Oid, Repository};
+use minijinja::value::Serde;
+use minijinja::{context, Environment};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Chart sizes: a page's curves, and the index's mini curves.
+const FIGURE: (u32, u32) = (600, 380);
+const SPARK: (u32, u32) = (150, 44);
+
+/// Every record's replays on this machine, and the lab target they are judged against.
+pub struct Replays {
+    by_record: BTreeMap<u32, Vec<Replay>>,
+    lab_target: Option<f64>,
+}
+
+impl Replays {
+    pub fn load(catalog: &Catalog, results: &Path) -> Result<Replays> {
+        let mut by_record = BTreeMap::new();
+        for m in catalog.records() {
+            let n = m.record.number;
+            by_record.insert(n, replays::of_record(results, n)?);
+        }
+        Ok(Replays { by_record, lab_target: catalog.lab_target().ok().map(|t| t.val_loss) })
+    }
+
+    fn of(&self, n: u32) -> &[Replay] {
+        self.by_record.get(&n).map_or(&[], Vec::as_slice)
+    }
+}
+
+#[derive(Serialize)]
+struct IndexRow<'a> {
+    r: &'a RecordFacts,
+    page: String,
+    lab: Option<ReplayView>,
+    spark: Option<String>,
+}
+
+pub fn index(env: &Environment, catalog: &Catalog, replays: &Replays) -> Result<String> {
+    let mut rows = Vec::new();
+    for m in catalog.records() {
+        let n = m.record.number;
+        let lab =
+            replays.of(n).iter().rev().filter(|r| r.lab && r.verdict.is_some()).map(view).next();
+        let spark =
+            Chart::official(m, XAxis::Step).map(|c| svg::sparkline(&c, SPARK)).transpose()?;
+        rows.push(IndexRow { r: &m.record, page: super::record_page(n), lab, spark });
+    }
+    Ok(env
+        .get_template("index.html")?
+        .render(context! { rows => Serde(rows), target => TARGET_VAL_LOSS })?)
+}
+
+/// One line of a diff, with the notes anchored at it.
+#[derive(Serialize)]
+struct LineView {
+    /// `add`, `del`, `ctx` or `meta` (git's "\ No newline" marker).
+    kind: &'static str,
+    sign: String,
+    /// The line in the newer file; `None` for removed lines.
+    line: Option<u32>,
+    text: String,
+    notes: Vec<NoteView>,
+    /// Diff rows the notes may span beside the code before the next note or the hunk's end.
+    note_rows: usize,
+}
+
+#[derive(Serialize)]
+struct HunkView {
+    header: String,
+    lines: Vec<LineView>,
+}
+
+#[derive(Serialize)]
+struct FileView {
+    path: String,
+    status: &'static str,
+    added: usize,
+    removed: usize,
+    hunks: Vec<HunkView>,
+}
+
+#[derive(Serialize)]
+struct CommitView {
+    index: usize,
+    subject: String,
+    author: String,
+    date: String,
+    body: String,
+    added: usize,
+    removed: usize,
+    files: Vec<FileView>,
+}
+
+/// A note, with its file and line in the record's tree (a line of an earlier commit's diff can
+/// have another number there).
+#[derive(Serialize)]
+struct NoteView {
+    file: String,
+    line: u32,
+    text: String,
+}
+
+fn note_view(n: &Note) -> NoteView {
+    NoteView { file: n.file.clone(), line: n.line, text: n.text.trim().into() }
+}
+
+/// The official logs' figures.
+#[derive(Serialize)]
+struct OfficialView {
+    runs: usize,
+    losses: String,
+    mean: Option<String>,
+    ttest: Option<String>,
+    times: Option<String>,
+    source: String,
+}
+
+/// One of our replays.
+#[derive(Serialize)]
+struct ReplayView {
+    id: String,
+    scale: &'static str,
+    verdict: Option<&'static str>,
+    reached: bool,
+    reason: String,
+    losses: String,
+    time: String,
+    runs: usize,
+}
+
+pub fn record(
+    env: &Environment,
+    catalog: &Catalog,
+    series: &Series,
+    replays: &Replays,
+    n: u32,
+) -> Result<String> {
+    let m = catalog.get(n)?;
+    let parent = m.record.parent.map(|p| catalog.get(p)).transpose()?;
+    let commits = &series.record(n)?.commits;
+    let parsed: Vec<Vec<FilePatch>> =
+        commits.iter().map(|c| patch::parse(&c.diff)).collect::<Result<_, _>>()?;
+    let (placed, loose) = place_notes(&m.notes, &parsed);
+    let commit_views: Vec<CommitView> = commits
+        .iter()
+        .zip(&parsed)
+        .enumerate()
+        .map(|(k, (c, files))| {
+            let (added, removed) = c.counts();
+            CommitView {
+                index: k + 1,
+                subject: c.subject.clone(),
+                author: c.author.clone(),
+                date: c.date.clone(),
+                body: c.body.clone(),
+                added,
+                removed,
+                files: file_views(k, files, &placed),
+            }
+        })
+        .collect();
+    let loose: Vec<NoteView> = loose.into_iter().map(note_view).collect();
+    let time_delta = parent.map(|p| {
+        let d = m.record.official_time_s - p.record.official_time_s;
+        format!(
+            "{d:+.1} s ({:+.1}%) vs #{} ({:.1} s)",
+            100.0 * d / p.record.official_time_s,
+            p.record.number,
+            p.record.official_time_s
+        )
+    });
+    let ours = replays.of(n);
+    let mut figures = Vec::new();
+    for x in [XAxis::Step, XAxis::Seconds] {
+        if let Some(c) = Chart::official(m, x) {
+            figures.push(svg::figure(&c, FIGURE)?);
+        }
+    }
+    for lab in [true, false] {
+        for x in [XAxis::Step, XAxis::Seconds] {
+            if let Some(c) = Chart::ours(n, ours, lab, replays.lab_target, x) {
+                figures.push(svg::figure(&c, FIGURE)?);
+            }
+        }
+    }
+    let page = env.get_template("record.html")?.render(context! {
+        r => Serde(&m.record),
+        parent => Serde(parent.map(|p| &p.record)),
+        diff_page => Serde(parent.map(|p| super::diff_page(p.record.number, n))),
+        time_delta => Serde(time_delta),
+        commits => Serde(commit_views),
+        loose => Serde(loose),
+        official => Serde(official(m)),
+        replays => Serde(ours.iter().map(view).collect::<Vec<_>>()),
+        figures => Serde(figures),
+        target => TARGET_VAL_LOSS,
+    })?;
+    Ok(page)
+}
+
+#[derive(Serialize)]
+struct SeriesRecord<'a> {
+    r: &'a RecordFacts,
+    commits: Vec<(String, usize, usize)>,
+}
+
+#[derive(Serialize)]
+struct RecipeRow {
+    kind: &'static str,
+    key: String,
+    old: String,
+    new: String,
+}
+
+/// The page of the diff from record `a` to its descendant `b`: the commits between, the recipe
+/// changes, the code diff of their trees (git2) with `b`'s notes beside their lines, and the
+/// two official curves overlaid.
+pub fn diff(
+    env: &Environment,
+    catalog: &Catalog,
+    series: &Series,
+    repo: &Repository,
+    (a, tree_a): (u32, Oid),
+    (b, tree_b): (u32, Oid),
+) -> Result<String> {
+    let (ma, mb) = (catalog.get(a)?, catalog.get(b)?);
+    let between: Vec<SeriesRecord> = series
+        .between(a, b)?
+        .iter()
+        .map(|r| {
+            Ok(SeriesRecord {
+                r: &catalog.get(r.number)?.record,
+                commits: r
+                    .commits
+                    .iter()
+                    .map(|c| {
+                        let (add, del) = c.counts();
+                        (c.subject.clone(), add, del)
+                    })
+                    .collect(),
+            })
+        })
+        .collect::<Result<_>>()?;
+    let recipe: Vec<RecipeRow> = recipe_changes(ma, mb).into_iter().map(recipe_row).collect();
+    let files = patch::parse(&tree::diff_text(repo, Some(tree_a), tree_b)?)?;
+    let files_once = [files];
+    let (placed, _) = place_notes(&mb.notes, &files_once);
+    let mut figures = Vec::new();
+    for x in [XAxis::Step, XAxis::Seconds] {
+        if let Some(c) = Chart::official_pair(ma, mb, x) {
+            figures.push(svg::figure(&c, FIGURE)?);
+        }
+    }
+    Ok(env.get_template("diff.html")?.render(context! {
+        a => Serde(&ma.record),
+        b => Serde(&mb.record),
+        between => Serde(between),
+        recipe => Serde(recipe),
+        files => Serde(file_views(0, &files_once[0], &placed)),
+        figures => Serde(figures),
+    })?)
+}
+
+fn recipe_row(c: RecipeChange) -> RecipeRow {
+    let (kind, key, old, new) = match c {
+        RecipeChange::Added { key, new } => ("added", key, String::new(), new.to_string()),
+        RecipeChange::Removed { key, old } => ("removed", key, old.to_string(), String::new()),
+        RecipeChange::Changed { key, old, new } => {
+            ("changed", key, old.to_string(), new.to_string())
+        }
+    };
+    RecipeRow { kind, key, old, new }
+}
+
+/// The files of commit `ci`, each line with the notes `placed` there.
+fn file_views(
+    ci: usize,
+    files: &[FilePatch],
+    placed: &BTreeMap<Spot, Vec<&Note>>,
+) -> Vec<FileView> {
+    files
+        .iter()
+        .enumerate()
+        .map(|(fi, f)| {
+            let (added, removed) = f.counts();
+            let hunks = f
+                .hunks
+                .iter()
+                .enumerate()
+                .map(|(hi, h)| {
+                    let mut lines: Vec<LineView> = h
+                        .numbered_lines()
+                        .into_iter()
+                        .enumerate()
+                        .map(|(li, (num, text))| {
+                            line_view(num, text, placed.get(&(ci, fi, hi, li)))
+                        })
+                        .collect();
+                    span_notes(&mut lines);
+                    HunkView { header: h.header(), lines }
+                })
+                .collect();
+            FileView {
+                path: f.path().to_string(),
+                status: match (&f.old_path, &f.new_path) {
+                    (None, _) => "new file",
+                    (_, None) => "deleted",
+                    _ => "",
+                },
+                added,
+                removed,
+                hunks,
+            }
+        })
+        .collect()
+}
+
+fn line_view(num: Option<u32>, text: &str, notes: Option<&Vec<&Note>>) -> LineView {
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    let (sign, rest) = body.split_at(body.len().min(1));
+    LineView {
+        kind: match sign {
+            "+" => "add",
+            "-" => "del",
+            "\\" => "meta",
+            _ => "ctx",
+        },
+        sign: sign.to_string(),
+        line: num,
+        text: rest.to_string(),
+        notes: notes.into_iter().flatten().map(|&n| note_view(n)).collect(),
+        note_rows: 0,
+    }
+}
+
+/// Lets each line's notes span the rows beside the code that they need (about 46 characters a
+/// row in the note column, plus the note's heading), but never into the next note's rows or
+/// past the hunk, so notes sit beside their lines without pushing the code apart.
+fn span_notes(lines: &mut [LineView]) {
+    let noted: Vec<usize> = (0..lines.len()).filter(|&i| !lines[i].notes.is_empty()).collect();
+    for (k, &i) in noted.iter().enumerate() {
+        let room = noted.get(k + 1).unwrap_or(&lines.len()) - i;
+        let need: usize = lines[i].notes.iter().map(|n| n.text.len().div_ceil(46) + 3).sum();
+        lines[i].note_rows = need.min(room).max(1);
+    }
+}
+
+fn official(m: &Manifest) -> OfficialView {
+    let e = &m.evidence;
+    let mean = stats::Summary::of(&e.val_losses).map(|s| {
+        let std = s.std.map(|x| format!(" ± {x:.4}")).unwrap_or_default();
+        format!("{:.4}{std}", s.mean)
+    });
+    let ttest = match stats::ttest_1samp_less(&e.val_losses, TARGET_VAL_LOSS) {
+        Some(t) => Some(format!(
+            "p = {:.4} that the mean is not below {TARGET_VAL_LOSS} (one-sided t-test, t = {:.3}, df = {})",
+            t.p, t.t, t.df
+        )),
+        None if !e.val_losses.is_empty() => Some("p-value: needs two or more runs".into()),
+        None => None,
+    };
+    let times = stats::Summary::of(&e.train_times_s).map(|s| {
+        let std = s.std.map(|x| format!(" ± {x:.3}")).unwrap_or_default();
+        format!("{:.3}{std} s over {} run(s)", s.mean, s.n)
+    });
+    OfficialView {
+        runs: e.val_losses.len(),
+        losses: e.val_losses.iter().map(|x| format!("{x:.4}")).collect::<Vec<_>>().join(", "),
+        mean,
+        ttest,
+        times,
+        source: e.source.clone(),
+    }
+}
+
+fn view(r: &Replay) -> ReplayView {
+    let scale = if r.lab { "lab" } else { "full" };
+    match &r.verdict {
+        Some(v) => ReplayView {
+            id: r.id.clone(),
+            scale,
+            verdict: Some(if v.reached { "REACHED" } else { "NOT REACHED" }),
+            reached: v.reached,
+            reason: v.reason.clone(),
+            losses: v.losses.iter().map(|l| format!("{l:.4}")).collect::<Vec<_>>().join(", "),
+            time: v.time_s.as_ref().map_or("n/a".into(), |t| format!("{:.1} s", t.mean)),
+            runs: v.runs.len(),
+        },
+        None => ReplayView {
+            id: r.id.clone(),
+            scale,
+            verdict: None,
+            reached: false,
+            reason: r.verdict_error.clone().unwrap_or_else(|| "no verdict.json".into()),
+            losses: String::new(),
+            time: "n/a".into(),
+            runs: r.runs.len(),
+        },
+    }
+}

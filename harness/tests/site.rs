@@ -1,0 +1,222 @@
+//! `records site`: the pages written for the real checkout, read back as HTML, and rendered by
+//! a real browser (Debian's chromium, headless) where one is installed.
+use records::catalog::{Catalog, Manifest};
+use records::{runlog, verdict::Verdict};
+use scraper::{ElementRef, Html, Selector};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// A lab replay of #29 under `results/29/`, as `records replay` writes it: the run's
+/// metrics.jsonl and the verdict judged from its log.
+fn lab_replay(results: &Path) {
+    let losses = [5.7683, 2.41, 2.21, 2.09, 2.0, 1.95, 1.9, 1.87, 1.84, 1.82, 1.8096];
+    let dir = results.join("29/20261201T090000Z-4242-lab");
+    std::fs::create_dir_all(dir.join("run-1")).unwrap();
+    let (mut log, mut jsonl) = (String::new(), String::new());
+    for (i, l) in losses.iter().enumerate() {
+        let (step, ms) = (25 * i as u64, 1100.0 * i as f64);
+        log += &format!("step:{step}/250 val_loss:{l:.4} train_time:{ms:.0}ms step_avg:44.00ms\n");
+        jsonl += &format!(
+            "{{\"type\":\"val\",\"step\":{step},\"val_loss\":{l},\"train_time_ms\":{ms}}}\n"
+        );
+    }
+    std::fs::write(dir.join("run-1/train.log"), &log).unwrap();
+    std::fs::write(dir.join("run-1/metrics.jsonl"), jsonl).unwrap();
+    let v = Verdict::new(&[runlog::parse(&log)], 2.5284, 163.84, 250).unwrap().at_lab_scale();
+    std::fs::write(dir.join("verdict.json"), serde_json::to_string(&v).unwrap()).unwrap();
+}
+
+/// Writes the site for the checkout, with the replay above, into a temp folder.
+fn build_site() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (results, out) = (tmp.path().join("results"), tmp.path().join("site"));
+    lab_replay(&results);
+    let o = Command::new(env!("CARGO_BIN_EXE_records"))
+        .env("RECORDS_ROOT", root())
+        .arg("site")
+        .arg(&out)
+        .arg("--results")
+        .arg(&results)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    eprintln!("{stdout}");
+    (tmp, out)
+}
+
+fn sel(s: &str) -> Selector {
+    Selector::parse(s).unwrap()
+}
+
+fn text(e: ElementRef) -> String {
+    e.text().collect()
+}
+
+/// The index has one row per record, with its link, official time and steps, the lab verdict
+/// where this machine has one, and a mini curve.
+fn check_index(dom: &Html, catalog: &Catalog) {
+    for m in catalog.records() {
+        let r = &m.record;
+        let row = dom
+            .select(&sel(&format!("tr#record-{}", r.number)))
+            .next()
+            .unwrap_or_else(|| panic!("no row for #{}", r.number));
+        let t = text(row);
+        assert!(t.contains(&r.title) && t.contains(&r.official_time_text), "{t}");
+        assert!(t.contains(&r.steps.to_string()) && t.contains(&r.date), "{t}");
+        let links: Vec<&str> =
+            row.select(&sel("a")).filter_map(|a| a.value().attr("href")).collect();
+        assert!(links.contains(&format!("{:02}.html", r.number).as_str()), "{links:?}");
+        assert!(links.contains(&r.link.as_str()), "{links:?}");
+        assert!(row.select(&sel("td.spark svg path, td.spark svg polyline")).next().is_some());
+    }
+    let lab = text(dom.select(&sel("tr#record-29")).next().unwrap());
+    assert!(lab.contains("REACHED") && lab.contains("11.0 s"), "{lab}");
+    let none = text(dom.select(&sel("tr#record-1")).next().unwrap());
+    assert!(none.contains("not replayed here"), "{none}");
+}
+
+/// Every note of the record sits beside the line it anchors: the note names its file and line
+/// in the record's tree, and the diff line holding it is in that file and holds the anchor.
+fn check_notes(dom: &Html, m: &Manifest) {
+    for note in &m.notes {
+        let notes = sel(&format!(
+            "div.line.noted[data-file=\"{}\"] > div.notes > aside.note[data-file=\"{}\"][data-line=\"{}\"]",
+            note.file, note.file, note.line
+        ));
+        let aside = dom
+            .select(&notes)
+            .find(|a| text(*a).contains(note.text.trim()))
+            .unwrap_or_else(|| panic!("no note beside {}:{}", note.file, note.line));
+        let line = ElementRef::wrap(aside.parent().unwrap().parent().unwrap()).unwrap();
+        let code = text(line.select(&sel("code")).next().unwrap());
+        if let Some(anchor) = &note.anchor {
+            assert!(code.contains(anchor.as_str()), "{}:{}: {code}", note.file, note.line);
+        }
+    }
+}
+
+/// Reads the official curve back from the by-step figure: each marker's centre, mapped through
+/// the figure's axis mapping, is the manifest's (step, loss) within one pixel.
+fn check_curve(dom: &Html, m: &Manifest) {
+    let fig = dom
+        .select(&sel("figure.curve"))
+        .find(|f| text(*f).contains("x: step (official, full scale)"))
+        .expect("an official by-step figure");
+    let map = |attr: &str| -> Vec<f64> {
+        let v: Vec<f64> =
+            fig.value().attr(attr).unwrap().split(' ').map(|x| x.parse().unwrap()).collect();
+        assert_eq!(v.len(), 4, "{attr}");
+        v
+    };
+    let (xm, ym) = (map("data-x-map"), map("data-y-map"));
+    let back = |p: f64, m: &[f64]| m[0] + (p - m[1]) * (m[2] - m[0]) / (m[3] - m[1]);
+    let px = |m: &[f64]| (m[2] - m[0]) / (m[3] - m[1]).abs();
+    let colour = "#0072B2"; // the first curve's colour
+    let points: Vec<(f64, f64)> = fig
+        .select(&sel("svg circle"))
+        .filter(|c| c.value().attr("fill") == Some(colour))
+        .map(|c| {
+            let a = |k| c.value().attr(k).unwrap().parse::<f64>().unwrap();
+            (back(a("cx"), &xm), back(a("cy"), &ym))
+        })
+        .collect();
+    let curve = &m.evidence.val_curve;
+    assert_eq!(points.len(), curve.len(), "{points:?}");
+    for (&(step, loss), &(x, y)) in curve.iter().zip(&points) {
+        assert!((x - step as f64).abs() <= px(&xm).abs(), "step {step} read back as {x}");
+        assert!((y - loss).abs() <= px(&ym).abs(), "loss {loss} at {step} read back as {y}");
+    }
+    assert!(fig.select(&sel("svg text")).any(|t| text(t).contains("target 3.28")));
+}
+
+#[test]
+fn pages_hold_the_manifests_facts_notes_and_curves() {
+    let (_tmp, out) = build_site();
+    let catalog = Catalog::load(&root()).unwrap();
+    let read = |name: &str| Html::parse_document(&std::fs::read_to_string(out.join(name)).unwrap());
+    check_index(&read("index.html"), &catalog);
+    for m in catalog.records() {
+        let n = m.record.number;
+        let dom = read(&format!("{n:02}.html"));
+        check_notes(&dom, m);
+        check_curve(&dom, m);
+        if let Some(p) = m.record.parent {
+            let diff = read(&format!("diff-{p:02}-{n:02}.html"));
+            let h1 = text(diff.select(&sel("h1")).next().unwrap());
+            assert_eq!(h1, format!("#{p} → #{n}"));
+            assert!(diff.select(&sel("div.line.add")).next().is_some());
+            assert!(diff.select(&sel("figure.curve svg")).count() >= 1);
+        }
+    }
+    let lab = read("29.html");
+    let lab_fig = lab.select(&sel("figure.curve")).find(|f| text(*f).contains("ours, lab scale"));
+    let lab_fig = lab_fig.expect("a figure of our lab replay");
+    assert!(lab_fig.select(&sel("svg text")).any(|t| text(t).contains("lab target 2.5284")));
+}
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// Runs headless chromium on `page` with `args`; its stdout.
+fn chromium(page: &Path, args: &[String]) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let o = Command::new(CHROMIUM)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "chromium failed: {}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+fn chromium_renders_the_index_and_record_29() {
+    if !Path::new(CHROMIUM).exists() {
+        eprintln!("SKIPPED: {CHROMIUM} is missing; `apt-get install -y chromium` (.ci/run does)");
+        return;
+    }
+    let (_tmp, out) = build_site();
+    let catalog = Catalog::load(&root()).unwrap();
+    let index = Html::parse_document(&chromium(&out.join("index.html"), &["--dump-dom".into()]));
+    check_index(&index, &catalog);
+    let m = catalog.get(29).unwrap();
+    assert!(!m.notes.is_empty());
+    let page = Html::parse_document(&chromium(&out.join("29.html"), &["--dump-dom".into()]));
+    check_notes(&page, m);
+    check_curve(&page, m);
+
+    // Screenshots to look at: desktop and phone widths.
+    let shots = std::env::var_os("SITE_SHOTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| records::paths::cargo_target_dir(&root()).join("site-shots"));
+    std::fs::create_dir_all(&shots).unwrap();
+    for (page, h) in [("index", 900), ("29", 3000)] {
+        for (device, w) in [("desktop", 1280), ("phone", 390)] {
+            let file = shots.join(format!("{page}-{device}.png"));
+            chromium(
+                &out.join(format!("{page}.html")),
+                &[format!("--screenshot={}", file.display()), format!("--window-size={w},{h}")],
+            );
+            let png = std::fs::read(&file).unwrap();
+            assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "{}", file.display());
+            eprintln!("screenshot: {}", file.display());
+        }
+    }
+}
