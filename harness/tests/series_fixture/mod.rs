@@ -219,9 +219,12 @@ impl Fixture {
         commit_all(&self.repo, message, t)
     }
 
-    /// The trainer files now in the working directory (everything but records/, docs/, ...).
+    /// The trainer files now in the working directory (the series' own rule: src/, tests/,
+    /// Cargo.toml, ...).
     pub fn trainer_files(&self) -> Files {
-        read_files(self.root(), &["records", "patches", "docs", "target", "results", ".git"])
+        let mut files = read_files(self.root(), &["target", "results", ".git"]);
+        files.retain(|path, _| records::series::tree::is_trainer_path(path));
+        files
     }
 
     /// Runs the real `records` binary with RECORDS_ROOT at the fixture.
