@@ -40,9 +40,9 @@ fn the_real_series_checks_and_a_corrupted_hunk_of_29_is_named() {
 
     let patch = dir.path().join("patches/29.patch");
     let good = std::fs::read_to_string(&patch).unwrap();
-    let line = "+            (Some(s), true) => fp8_linear(x, w, s)?,\n";
+    let line = "+            (Some(s), true) => fp8_linear(x, &self.weight, s)?,\n";
     assert_eq!(good.matches(line).count(), 1, "the corrupted line must be unique");
-    std::fs::write(&patch, good.replace(line, &line.replace("w, s", "w, t"))).unwrap();
+    std::fs::write(&patch, good.replace(line, &line.replace("weight, s", "weight, t"))).unwrap();
     let out = check(dir.path());
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
@@ -50,7 +50,7 @@ fn the_real_series_checks_and_a_corrupted_hunk_of_29_is_named() {
         "record #29",
         "patches/29.patch",
         "commit 4/",
-        "src/model/gpt.rs: hunk `@@ ",
+        "src/model/head.rs: hunk `@@ ",
         "did not apply",
     ] {
         assert!(err.contains(part), "missing {part:?} in {err}");
