@@ -16,6 +16,7 @@
 //! B8 H6 T2048 D128), and record #1's numbers stay those of its original SDPA call.
 use crate::shim::{self, FlashOptions, Varlen};
 use anyhow::{bail, ensure, Context, Result};
+use std::sync::{Arc, Mutex};
 use tch::{Device, Kind, Tensor};
 
 /// Documents packed into the flattened batch: document `i` spans tokens
@@ -27,6 +28,22 @@ pub struct Docs {
     cu_seqlens: Tensor,
     bounds: Vec<i64>,
     max_len: i64,
+    /// The SDPA path's query blocks with their masks, built once per (causal, window, device)
+    /// and shared by every layer and clone that attends over these documents.
+    blocks: Arc<Mutex<Vec<(BlockKey, Arc<[Block]>)>>>,
+}
+
+type BlockKey = (bool, Option<i64>, Device);
+
+/// Queries `qs..qe` against keys `lo..hi`, and which of those pairs may attend.
+#[derive(Debug)]
+struct Block {
+    qs: i64,
+    qe: i64,
+    lo: i64,
+    hi: i64,
+    /// `[qe - qs, hi - lo]` bool.
+    mask: Tensor,
 }
 
 impl Docs {
@@ -62,7 +79,7 @@ impl Docs {
             bail!("document boundaries must not decrease, got {} after {}", w[1], w[0]);
         }
         let max_len = bounds.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
-        Ok(Docs { cu_seqlens, bounds, max_len })
+        Ok(Docs { cu_seqlens, bounds, max_len, blocks: Arc::default() })
     }
 
     /// Boundaries from document lengths, as an int32 tensor on `device`.
@@ -90,15 +107,39 @@ impl Docs {
         (self.bounds[d], self.bounds.get(d + 1).copied().unwrap_or(self.total()))
     }
 
-    /// Document index of every token, `[total]` int64 on `device`.
-    fn ids(&self, device: Device) -> Tensor {
-        let ids: Vec<i64> = self
-            .bounds
-            .windows(2)
-            .enumerate()
-            .flat_map(|(d, w)| std::iter::repeat_n(d as i64, (w[1] - w[0]) as usize))
+    /// The query blocks of `pattern` on `device`, built on the first call (on the host: one
+    /// copy per block instead of a handful of small tensor ops per block, layer and step).
+    fn blocks(&self, pattern: &Pattern, device: Device) -> Arc<[Block]> {
+        let key = (pattern.causal, pattern.window, device);
+        let mut cache = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, blocks)) = cache.iter().find(|(k, _)| *k == key) {
+            return blocks.clone();
+        }
+        let doc: Vec<usize> = (0..self.total())
+            .map(|i| self.bounds.partition_point(|&b| b <= i).saturating_sub(1))
             .collect();
-        Tensor::from_slice(&ids).to(device)
+        let n = self.total();
+        let blocks: Arc<[Block]> = (0..n)
+            .step_by(QUERY_BLOCK as usize)
+            .map(|qs| {
+                let qe = (qs + QUERY_BLOCK).min(n);
+                let (first_doc, _) = self.span_of(qs);
+                let lo = pattern.window.map_or(first_doc, |w| first_doc.max(qs - w));
+                let hi = if pattern.causal { qe } else { self.span_of(qe - 1).1 };
+                let allowed: Vec<bool> = (qs..qe)
+                    .flat_map(|i| (lo..hi).map(move |j| (i, j)))
+                    .map(|(i, j)| {
+                        doc[i as usize] == doc[j as usize]
+                            && (!pattern.causal || j <= i)
+                            && pattern.window.is_none_or(|w| i - j <= w)
+                    })
+                    .collect();
+                let mask = Tensor::from_slice(&allowed).view([qe - qs, hi - lo]).to(device);
+                Block { qs, qe, lo, hi, mask }
+            })
+            .collect();
+        cache.push((key, blocks.clone()));
+        blocks
     }
 }
 
@@ -108,6 +149,7 @@ impl Clone for Docs {
             cu_seqlens: self.cu_seqlens.shallow_clone(),
             bounds: self.bounds.clone(),
             max_len: self.max_len,
+            blocks: self.blocks.clone(),
         }
     }
 }
@@ -268,20 +310,14 @@ fn sdpa_path(q: &Tensor, k: &Tensor, v: &Tensor, pattern: &Pattern) -> Result<Te
             // the document, not with (B*T)^2.
             let flat = |x: &Tensor| x.transpose(0, 1).reshape([1, h, b * t, d]);
             let (q, k, v) = (flat(q), flat(k), flat(v));
-            let ids = docs.ids(dev);
-            let n = b * t;
             let mut out = Vec::new();
-            for qs in (0..n).step_by(QUERY_BLOCK as usize) {
-                let qe = (qs + QUERY_BLOCK).min(n);
-                let (first_doc, _) = docs.span_of(qs);
-                let lo = pattern.window.map_or(first_doc, |w| first_doc.max(qs - w));
-                let hi = if pattern.causal { qe } else { docs.span_of(qe - 1).1 };
-                let m = block_mask((qs, qe), (lo, hi), pattern, &ids, dev);
+            for blk in docs.blocks(pattern, dev).iter() {
+                let (qs, lo) = (blk.qs, blk.lo);
                 out.push(Tensor::f_scaled_dot_product_attention(
-                    &q.narrow(2, qs, qe - qs),
-                    &k.narrow(2, lo, hi - lo),
-                    &v.narrow(2, lo, hi - lo),
-                    Some(m),
+                    &q.narrow(2, qs, blk.qe - qs),
+                    &k.narrow(2, lo, blk.hi - lo),
+                    &v.narrow(2, lo, blk.hi - lo),
+                    Some(&blk.mask),
                     0.0,
                     false,
                     pattern.scale,
@@ -296,28 +332,6 @@ fn sdpa_path(q: &Tensor, k: &Tensor, v: &Tensor, pattern: &Pattern) -> Result<Te
 
 /// Queries per block on the SDPA path with documents.
 const QUERY_BLOCK: i64 = 256;
-
-/// `[qe - qs, hi - lo]` bool: query positions qs..qe against key positions lo..hi.
-fn block_mask(
-    (qs, qe): (i64, i64),
-    (lo, hi): (i64, i64),
-    pattern: &Pattern,
-    ids: &Tensor,
-    dev: Device,
-) -> Tensor {
-    let i = Tensor::arange_start(qs, qe, (Kind::Int64, dev)).unsqueeze(1);
-    let j = Tensor::arange_start(lo, hi, (Kind::Int64, dev)).unsqueeze(0);
-    let back = &i - &j;
-    let mut allowed =
-        ids.narrow(0, qs, qe - qs).unsqueeze(1).eq_tensor(&ids.narrow(0, lo, hi - lo).unsqueeze(0));
-    if pattern.causal {
-        allowed = allowed.logical_and(&back.ge(0));
-    }
-    if let Some(w) = pattern.window {
-        allowed = allowed.logical_and(&back.le(w));
-    }
-    allowed
-}
 
 /// `[n, n]` bool, true where query `i` (row) may see key `j` (column).
 fn mask(n: i64, causal: bool, window: Option<i64>, dev: Device) -> Tensor {

@@ -70,8 +70,11 @@ impl Muon {
             ensure!(p.tensor.grad().defined(), "muon: {} has no gradient", p.name);
         }
         let lr = self.cfg.lr * lr_factor;
+        if world == 1 {
+            return tch::no_grad(|| self.step_alone(lr, momentum));
+        }
         tch::no_grad(|| {
-            for group in &self.groups {
+            for group in self.groups.clone() {
                 let first = &self.params[group[0]].tensor;
                 let (shape, kind, device) = (first.size(), first.kind(), first.device());
                 let (rows, cols) = (shape[shape.len() - 2], shape[shape.len() - 1]);
@@ -90,15 +93,7 @@ impl Muon {
                     coll.reduce_scatter(&mut g, &Tensor::stack(&grads, 0), Op::Avg)
                         .context("muon: reduce_scatter of grads")?;
                     let update = match chunk.get(rank) {
-                        Some(&i) => {
-                            let g = g.to_kind(Kind::Float);
-                            let buf = self.bufs[i].get_or_insert_with(|| g.zeros_like());
-                            let _ = buf.lerp_(&g, 1.0 - momentum);
-                            let u = g.lerp(buf, momentum);
-                            let o = orthogonalize(&u, self.cfg.ns_steps, self.cfg.kind);
-                            let eff_lr = lr * self.params[i].group.lr_mul * shape_factor;
-                            o.to_kind(kind) * eff_lr
-                        }
+                        Some(&i) => self.update(i, &g, (lr, shape_factor), momentum),
                         None => Tensor::zeros(shape.as_slice(), (kind, device)),
                     };
                     let mut updates = Tensor::zeros(stacked_shape.as_slice(), (kind, device));
@@ -107,16 +102,53 @@ impl Muon {
                     // Upstream decays and updates on the owning rank and all-gathers the params;
                     // applying the gathered update on every rank is the same arithmetic.
                     for (j, &i) in chunk.iter().enumerate() {
-                        let wd =
-                            if self.params[i].group.decay { self.cfg.weight_decay } else { 0.0 };
-                        let mut p = self.params[i].tensor.shallow_clone();
-                        let _ = p.f_mul_scalar_(1.0 - lr * wd)?;
-                        let _ = p.f_sub_(&updates.get(j as i64))?;
+                        self.apply(i, lr, &updates.get(j as i64))?;
                     }
                 }
             }
             Ok(())
         })
+    }
+
+    /// One rank: the same arithmetic without the stacking, zeros and collectives (with one
+    /// rank a reduce-scatter and an all-gather are copies), which cost as much as Newton–Schulz
+    /// itself on the lab's small matrices.
+    fn step_alone(&mut self, lr: f64, momentum: f64) -> Result<()> {
+        for i in 0..self.params.len() {
+            let (shape, grad) = (self.params[i].tensor.size(), self.params[i].tensor.grad());
+            let (rows, cols) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+            let shape_factor = (rows as f64 / cols as f64).max(1.0).sqrt();
+            let update = self.update(i, &grad, (lr, shape_factor), momentum);
+            self.apply(i, lr, &update)?;
+        }
+        Ok(())
+    }
+
+    /// Param `i`'s momentum step and orthogonalized update from its averaged grad `g`, scaled
+    /// by lr (schedule included), the param's multiplier and the shape factor; param kind.
+    fn update(
+        &mut self,
+        i: usize,
+        g: &Tensor,
+        (lr, shape_factor): (f64, f64),
+        momentum: f64,
+    ) -> Tensor {
+        let g = g.to_kind(Kind::Float);
+        let buf = self.bufs[i].get_or_insert_with(|| g.zeros_like());
+        let _ = buf.lerp_(&g, 1.0 - momentum);
+        let u = g.lerp(buf, momentum);
+        let o = orthogonalize(&u, self.cfg.ns_steps, self.cfg.kind);
+        let eff_lr = lr * self.params[i].group.lr_mul * shape_factor;
+        o.to_kind(self.params[i].tensor.kind()) * eff_lr
+    }
+
+    /// Decays param `i` (when its group decays) and subtracts `update`.
+    fn apply(&self, i: usize, lr: f64, update: &Tensor) -> Result<()> {
+        let wd = if self.params[i].group.decay { self.cfg.weight_decay } else { 0.0 };
+        let mut p = self.params[i].tensor.shallow_clone();
+        let _ = p.f_mul_scalar_(1.0 - lr * wd)?;
+        let _ = p.f_sub_(update)?;
+        Ok(())
     }
 
     /// Deep copies of the state, one tensor per param: its momentum buffer, or an empty tensor
