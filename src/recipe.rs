@@ -85,6 +85,10 @@ pub struct Recipe {
     /// Attention per layer: 'L' long window, 'S' short, '-' none (upstream #17, #20).
     #[serde(default)]
     pub attn_layers: Option<String>,
+    /// MLP per layer: 'M' or '-' none (upstream #30 drops layer 0's). A layer with neither
+    /// attention nor MLP is skipped whole, its lambdas and U-net place too (upstream #35).
+    #[serde(default)]
+    pub mlp_layers: Option<String>,
     #[serde(default)]
     pub windows: Option<Windows>,
     /// Softmax scale instead of 1/sqrt(head_dim) (upstream #20).
@@ -290,6 +294,7 @@ impl Recipe {
         let l = self.n_layer;
         for (key, p, ok) in [
             ("attn_layers", &self.attn_layers, "LS-"),
+            ("mlp_layers", &self.mlp_layers, "M-"),
             ("value_embed_layers", &self.value_embed_layers, ".0123456789"),
         ] {
             if let Some(p) = p {

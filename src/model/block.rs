@@ -21,6 +21,8 @@ pub enum Attn {
 pub enum Ffn {
     Gelu(Mlp),
     Relu2(Relu2Mlp),
+    /// No MLP in this layer (upstream #30: layer 0).
+    None,
 }
 
 pub struct Block {
@@ -40,6 +42,11 @@ pub struct BlockIn<'a> {
 }
 
 impl Block {
+    /// Neither attention nor MLP: the layer is skipped whole (upstream #35's layer 0).
+    pub fn is_empty(&self) -> bool {
+        matches!((&self.attn, &self.mlp), (Attn::None, Ffn::None))
+    }
+
     /// x: [B, T, C] -> [B, T, C]
     pub fn forward(&self, x: Tensor, i: &BlockIn) -> Result<Tensor> {
         let h = self.norm_1.forward(&x);
@@ -51,11 +58,10 @@ impl Block {
             }
             Attn::None => x,
         };
-        let h = self.norm_2.forward(&x);
-        Ok(&x
-            + match &self.mlp {
-                Ffn::Gelu(m) => m.forward(&h),
-                Ffn::Relu2(m) => m.forward(&h),
-            })
+        Ok(match &self.mlp {
+            Ffn::Gelu(m) => &x + m.forward(&self.norm_2.forward(&x)),
+            Ffn::Relu2(m) => &x + m.forward(&self.norm_2.forward(&x)),
+            Ffn::None => x,
+        })
     }
 }

@@ -91,6 +91,7 @@ impl Gpt {
             scale: r.attn_scale,
         };
         let attn_layers: Vec<char> = r.attn_layers.as_deref().unwrap_or("").chars().collect();
+        let mlp_layers: Vec<char> = r.mlp_layers.as_deref().unwrap_or("").chars().collect();
         let blocks = (0..l)
             .map(|i| {
                 let n = format!("blocks.{i}");
@@ -117,11 +118,12 @@ impl Gpt {
                         ))
                     }
                 };
-                let mlp = match r.activation {
-                    Activation::Gelu => {
+                let mlp = match (mlp_layers.get(i), r.activation) {
+                    (Some('-'), _) => Ffn::None,
+                    (_, Activation::Gelu) => {
                         Ffn::Gelu(Mlp::new(&mut ps, &format!("{n}.mlp"), c, stds, &g))
                     }
-                    Activation::Relu2 => Ffn::Relu2(Relu2Mlp::new(
+                    (_, Activation::Relu2) => Ffn::Relu2(Relu2Mlp::new(
                         &mut ps,
                         &format!("{n}.mlp"),
                         c,

@@ -98,6 +98,7 @@ pub const REGISTRY: &[Technique] = &[
         lab: Lab::Layers,
         ..technique("attn_layers", &[17, 20], &["rotary", "windows", "loader"])
     },
+    Technique { lab: Lab::Layers, ..technique("mlp_layers", &[30, 35], &[]) },
     Technique {
         lab: Lab::Fields(&[("block", Lab::Tokens)]),
         ..technique("windows", &[13, 16, 20, 29], MODERN)
