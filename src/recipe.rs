@@ -91,9 +91,11 @@ pub struct Recipe {
     pub mlp_layers: Option<String>,
     #[serde(default)]
     pub windows: Option<Windows>,
-    /// Softmax scale instead of 1/sqrt(head_dim) (upstream #20).
+    /// Softmax scale instead of 1/sqrt(head_dim) (upstream #20); with YaRN, its start.
     #[serde(default)]
     pub attn_scale: Option<f64>,
+    #[serde(default)]
+    pub yarn: Option<Yarn>,
     /// Sparse attention gate: σ(W·h[:n]) per head from the first n channels (upstream #28).
     #[serde(default)]
     pub attn_gate: Option<usize>,

@@ -91,7 +91,7 @@ pub fn run(cfg: &RunConfig) -> Result<f64> {
         let last = step == steps;
         let plan = schedule.at(step);
         if last || step % r.val_every == 0 {
-            let local = evaluate(&model, &val, cfg.target, plan.windows)?;
+            let local = evaluate(&model, &val, cfg.target, (plan.windows, plan.yarn_window))?;
             val_loss = mean_over_ranks(step_ctx.coll, local)?;
             if !val_loss.is_finite() {
                 bail!("step {step}: val loss is {val_loss}; stopping");
@@ -173,7 +173,8 @@ impl StepCtx<'_> {
             if r.loss_sum { (r.batch_tokens / r.reference_ranks.max(1)) as f64 } else { 1.0 };
         let mut loss_sum = 0.0;
         for batch in train.next_step(self.accum, self.dev)? {
-            let ctx = Ctx { docs: batch.docs, windows: plan.windows, training: true };
+            let (windows, yarn_window) = (plan.windows, plan.yarn_window);
+            let ctx = Ctx { docs: batch.docs, windows, yarn_window, training: true };
             let loss = self.model.loss(&batch.inputs, &batch.targets, &ctx)?;
             (&loss * (grad_mult / self.accum as f64)).backward();
             loss_sum += loss.double_value(&[]);
@@ -197,12 +198,17 @@ fn avg(train_ms: f64, steps_done: u64, first_timed: u64) -> f64 {
 }
 
 /// Mean loss over this rank's validation batches, with the step's windows.
-fn evaluate(model: &Gpt, val: &Val, target: Target, windows: (i64, i64)) -> Result<f64> {
+fn evaluate(
+    model: &Gpt,
+    val: &Val,
+    target: Target,
+    (windows, yarn_window): ((i64, i64), i64),
+) -> Result<f64> {
     tch::no_grad(|| {
         let (mut sum, mut n) = (0.0, 0usize);
         for batch in val.batches(target.device) {
             let batch = batch?;
-            let ctx = Ctx { docs: batch.docs, windows, training: false };
+            let ctx = Ctx { docs: batch.docs, windows, yarn_window, training: false };
             let loss = model.loss(&batch.inputs, &batch.targets, &ctx)?;
             sum += loss.to_kind(Kind::Double).double_value(&[]);
             n += 1;

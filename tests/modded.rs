@@ -114,7 +114,7 @@ fn softcap_is_a_shifted_tanh_inside_zero_and_cap() {
 /// Spec §2.6: three equal stages of 1,670 steps.
 #[test]
 fn window_schedule_matches_the_spec_table() {
-    let w = Windows { block: 128, schedule: vec![3, 7, 11] };
+    let w = Windows { block: 128, schedule: vec![3, 7, 11], final_ws: None };
     for (step, ws) in [(0, 3), (556, 3), (557, 7), (1113, 7), (1114, 11), (1670, 11)] {
         assert_eq!(w.ws(step, 1670), ws, "step {step}");
     }
@@ -229,7 +229,7 @@ fn documents_are_isolated_in_the_assembled_model() {
     });
     let idx = Tensor::randint(256, [1, 64], (Kind::Int64, Device::Cpu));
     let docs = Docs::from_lengths(&[20, 30, 14], Device::Cpu).unwrap();
-    let ctx = Ctx { docs: Some(docs), windows: (8, 4), training: false };
+    let ctx = Ctx { docs: Some(docs), windows: (8, 4), yarn_window: 0, training: false };
     let changed = idx.copy();
     let _ = changed.narrow(1, 25, 1).fill_((idx.int64_value(&[0, 25]) + 1) % 256);
     let (a, b) =
@@ -254,7 +254,7 @@ fn sliced_evaluation_loss_equals_the_whole() {
     let idx = Tensor::randint(256, [1, n], (Kind::Int64, Device::Cpu));
     let targets = Tensor::randint(256, [1, n], (Kind::Int64, Device::Cpu));
     let docs = Docs::from_lengths(&[30_000, 42_768], Device::Cpu).unwrap();
-    let ctx = Ctx { docs: Some(docs), windows: (48, 16), training: false };
+    let ctx = Ctx { docs: Some(docs), windows: (48, 16), yarn_window: 0, training: false };
     let (sliced, whole) = tch::no_grad(|| {
         let logits = gpt.forward(&idx, &ctx).unwrap().view([n, -1]);
         let whole = logits.cross_entropy_for_logits(&targets.view([n]));
@@ -322,6 +322,6 @@ fn windowed_attention_alone_has_its_value_lambdas() {
     assert!(params.iter().any(|p| p.name == "scalars"));
     let idx = Tensor::randint(256, [1, 32], (Kind::Int64, Device::Cpu));
     let docs = Docs::from_lengths(&[32], Device::Cpu).unwrap();
-    let ctx = Ctx { docs: Some(docs), windows: (8, 4), training: false };
+    let ctx = Ctx { docs: Some(docs), windows: (8, 4), yarn_window: 0, training: false };
     assert_eq!(gpt.forward(&idx, &ctx).unwrap().size(), [1, 32, 320]);
 }

@@ -3,6 +3,10 @@
 mod common;
 
 use common::build;
+use tch::{Device, Kind, Tensor};
+use trainer::model::rotary::Rotary;
+use trainer::model::yarn::{grow, Yarn};
+use trainer::optim::schedule::Schedule;
 use trainer::recipe::{Recipe, Scale};
 
 /// Record #29's manifest with `lines` added to its `[recipe]` (replacing keys of the same name).
@@ -33,4 +37,52 @@ fn mlp_layers_drop_the_mlp_of_layer_0() {
     assert!(n.iter().any(|n| n.starts_with("blocks.0.attn")), "#30 keeps layer 0's attention");
     let lab = record_29_with(r#"mlp_layers = "-MMMMMMMMMMM""#, Scale::Lab);
     assert_eq!(lab.mlp_layers.as_deref(), Some("MMMM"), "the lab takes layers 1, 4, 7, 10");
+}
+
+/// #31: YaRN at full scale (head dim 128, block 128) after the growths 3 -> 7 -> 11 -> 13: the
+/// frequency multipliers and softmax scales of the spec (§2.3, §2.5; float64 recomputation).
+#[test]
+fn yarn_matches_the_spec_after_each_window_growth() {
+    let rot = trainer::recipe::Rotary { base: 1024.0, truncated: true };
+    let cfg = trainer::recipe::Yarn { alpha: 1.0, beta: 32.0, scale_growth: 0.2 };
+    let base = Rotary::freqs(&rot, 128);
+    let yarn = Yarn::new(&cfg, base.clone(), (384, 0.1), (16, Device::Cpu, Kind::Float));
+    let scales: Vec<f64> = [384, 896, 1408, 1664].iter().map(|&w| yarn.at(w).1).collect();
+    let want = [0.1, 0.11694595720774409, 0.12751752379570258, 0.1317779884389435];
+    for (got, want) in scales.iter().zip(want) {
+        assert!((got - want).abs() < 1e-12, "scale {got} vs {want}");
+    }
+    let mult: Vec<f64> = yarn.freqs().iter().zip(&base).map(|(f, b)| (f / b) as f64).collect();
+    for (j, want) in [(0, 1.0), (5, 0.7785), (10, 0.3384), (15, 0.2495), (19, 3.0 / 13.0)] {
+        assert!((mult[j] - want).abs() < 1e-4, "pair {j}: {} vs {want}", mult[j]);
+    }
+    assert!(mult[19..32].iter().all(|m| (m - 3.0 / 13.0).abs() < 1e-6), "{mult:?}");
+    assert!(yarn.freqs()[32..].iter().all(|&f| f == 0.0), "the truncated pairs stay still");
+    // A smaller window resets to the base (the untimed warmup's cycle), then grows again.
+    assert_eq!(yarn.at(384).1, 0.1);
+    assert_eq!(yarn.freqs(), base);
+    let (tables, _) = yarn.at(896);
+    let x = Tensor::ones([1, 3, 1, 128], (Kind::Float, Device::Cpu));
+    let y = tables.apply(&x).unwrap();
+    let f1 = grow(&base, 384, 896, (1.0, 32.0))[1] as f64;
+    let got = y.double_value(&[0, 2, 0, 1]);
+    assert!((got - ((2.0 * f1).cos() + (2.0 * f1).sin())).abs() < 1e-5, "position 2, pair 1");
+}
+
+/// #31: the final validation runs at final_ws (13) with YaRN extended to it; training steps
+/// keep the schedule.
+#[test]
+fn the_final_validation_extends_the_windows() {
+    let r = record_29_with(
+        "windows = { block = 128, schedule = [3, 7, 11], final_ws = 13 }",
+        Scale::Full,
+    );
+    let s = Schedule::new(&r);
+    assert_eq!((s.at(1669).windows, s.at(1669).yarn_window), ((1408, 640), 1408));
+    assert_eq!((s.at(1670).windows, s.at(1670).yarn_window), ((1664, 768), 1664));
+    let lab = record_29_with(
+        "windows = { block = 128, schedule = [3, 7, 11], final_ws = 13 }",
+        Scale::Lab,
+    );
+    assert_eq!(Schedule::new(&lab).at(250).windows, (13 * 16, 6 * 16));
 }

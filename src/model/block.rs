@@ -33,12 +33,12 @@ pub struct Block {
 }
 
 /// What a block reads besides its input: this layer's value embedding, the scalar bank, the
-/// documents and the step's (long, short) windows.
+/// documents, the step's (long, short) windows and the window YaRN is tuned for.
 pub struct BlockIn<'a> {
     pub ve: Option<&'a Tensor>,
     pub bank: &'a Tensor,
     pub docs: Option<&'a Docs>,
-    pub windows: (i64, i64),
+    pub windows: ((i64, i64), i64),
 }
 
 impl Block {

@@ -15,8 +15,9 @@ use super::rotary::Rotary;
 use super::scalars::{Entry, ScalarBank};
 use super::unet::UNetSkips;
 use super::value_embed::ValueEmbeds;
-use super::windowed_attention::{WindowedAttention, WindowedConfig};
+use super::windowed_attention::{Rope, WindowedAttention, WindowedConfig};
 use super::x0_lambdas::X0Lambdas;
+use super::yarn::Yarn;
 use crate::recipe::{Activation, Init, Recipe};
 use anyhow::{Context, Result};
 use tch::{nn, Kind, Tensor};
@@ -28,6 +29,8 @@ pub struct Ctx {
     pub docs: Option<Docs>,
     /// (long, short) attention windows in tokens at this step.
     pub windows: (i64, i64),
+    /// The long window YaRN is tuned for (the plan's); 0 means `windows.0`.
+    pub yarn_window: i64,
     /// Training uses the FP8 head; evaluation the plain one (as upstream).
     pub training: bool,
 }
@@ -77,9 +80,16 @@ impl Gpt {
         let x0_lambdas = r.x0_lambdas.then(|| X0Lambdas::new(&mut scalars, l));
         let value_lambdas =
             (r.attn_layers.as_ref()).map(|_| scalars.reserve("value_lambdas", &vec![0.5; 2 * l]));
-        let rotary = r.rotary.as_ref().map(|rot| {
-            let longest = (r.batch_rows * r.seq_len).max(r.val_seq_len.unwrap_or(0));
-            Rotary::new(rot, c / r.n_head as i64, longest as i64, dev)
+        let longest = (r.batch_rows * r.seq_len).max(r.val_seq_len.unwrap_or(0)) as i64;
+        let head_dim = c / r.n_head as i64;
+        let rope = r.rotary.as_ref().map(|rot| match (&r.yarn, &r.windows) {
+            (Some(y), Some(w)) => {
+                let first = (w.schedule[0] * w.block) as i64;
+                let start = (first, r.attn_scale.unwrap_or(1.0 / (head_dim as f64).sqrt()));
+                let freqs = Rotary::freqs(rot, head_dim);
+                Rope::Yarn(Yarn::new(y, freqs, start, (longest, dev, Kind::Float)))
+            }
+            _ => Rope::Fixed(Rotary::new(rot, head_dim, longest, dev), r.attn_scale),
         });
         let windowed = WindowedConfig {
             n_embd: c,
@@ -88,7 +98,6 @@ impl Gpt {
             zero_proj: r.zero_proj,
             gate: r.attn_gate.map(|n| n as i64),
             qk_norm: r.qk_norm.then_some(r.ln_eps),
-            scale: r.attn_scale,
         };
         let attn_layers: Vec<char> = r.attn_layers.as_deref().unwrap_or("").chars().collect();
         let mlp_layers: Vec<char> = r.mlp_layers.as_deref().unwrap_or("").chars().collect();
@@ -107,7 +116,7 @@ impl Gpt {
                     Some('-') => Attn::None,
                     Some(&w) => {
                         // Recipe::validate: attn_layers needs rotary; it reserved the lambdas.
-                        let (rot, sa) = (rotary.clone().zip(value_lambdas))
+                        let (rot, sa) = (rope.clone().zip(value_lambdas))
                             .expect("a validated recipe has rotary with attn_layers");
                         Attn::Windowed(WindowedAttention::new(
                             &mut ps,
@@ -194,7 +203,9 @@ impl Gpt {
                 x = l.mix(i, &x, &x0, &bank);
             }
             let ve = ve.as_ref().and_then(|v| v[i].as_ref());
-            let input = BlockIn { ve, bank: &bank, docs: ctx.docs.as_ref(), windows: ctx.windows };
+            let windows =
+                (ctx.windows, if ctx.yarn_window > 0 { ctx.yarn_window } else { ctx.windows.0 });
+            let input = BlockIn { ve, bank: &bank, docs: ctx.docs.as_ref(), windows };
             x = block.forward(x, &input)?;
             if let Some(u) = &self.unet {
                 u.leave(i, &x, &mut skips);

@@ -17,5 +17,6 @@ pub mod unet;
 pub mod value_embed;
 pub mod windowed_attention;
 pub mod x0_lambdas;
+pub mod yarn;
 
 pub use gpt::{Ctx, Gpt};

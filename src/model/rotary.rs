@@ -10,8 +10,8 @@ use anyhow::{ensure, Result};
 use tch::{Device, Kind, Tensor};
 
 pub struct Rotary {
-    cos: Tensor, // [T_max, D/2] fp32
-    sin: Tensor, // [T_max, D/2] fp32
+    cos: Tensor, // [T_max, D/2] fp32 (or the compute kind, upstream #32)
+    sin: Tensor, // [T_max, D/2]
 }
 
 /// Every layer holds the same tables.
@@ -23,8 +23,13 @@ impl Clone for Rotary {
 
 impl Rotary {
     pub fn new(r: &recipe::Rotary, head_dim: i64, max_len: i64, device: Device) -> Rotary {
+        Rotary::from_freqs(&Rotary::freqs(r, head_dim), max_len, device)
+    }
+
+    /// The frequency of each of the head's D/2 pairs.
+    pub fn freqs(r: &recipe::Rotary, head_dim: i64) -> Vec<f32> {
         let half = head_dim / 2;
-        let freqs: Vec<f32> = if r.truncated {
+        if r.truncated {
             let q = head_dim / 4;
             (0..half)
                 .map(|j| {
@@ -38,21 +43,30 @@ impl Rotary {
                 .collect()
         } else {
             (0..half).map(|j| r.base.powf(-2.0 * j as f64 / head_dim as f64) as f32).collect()
-        };
-        let f = Tensor::from_slice(&freqs).to(device);
+        }
+    }
+
+    /// fp32 tables for positions 0..max_len and the given pair frequencies.
+    pub fn from_freqs(freqs: &[f32], max_len: i64, device: Device) -> Rotary {
+        let f = Tensor::from_slice(freqs).to(device);
         let t = Tensor::arange(max_len, (Kind::Float, device));
         let theta = t.outer(&f); // [T_max, D/2]
         Rotary { cos: theta.cos(), sin: theta.sin() }
     }
 
-    /// x: [B, T, H, D] -> [B, T, H, D], computed in fp32, returned in x's kind.
+    /// The tables stored (and the rotation computed) in `kind`: bf16 on CUDA since upstream #32.
+    pub fn to_kind(&self, kind: Kind) -> Rotary {
+        Rotary { cos: self.cos.to_kind(kind), sin: self.sin.to_kind(kind) }
+    }
+
+    /// x: [B, T, H, D] -> [B, T, H, D], computed in the tables' kind, returned in x's.
     pub fn apply(&self, x: &Tensor) -> Result<Tensor> {
         let (_, t, _, d) = x.size4()?;
         let max = self.cos.size()[0];
         ensure!(t <= max, "rotary: a sequence of {t} tokens is longer than its table ({max})");
         let cos = self.cos.narrow(0, 0, t).unsqueeze(0).unsqueeze(2); // [1, T, 1, D/2]
         let sin = self.sin.narrow(0, 0, t).unsqueeze(0).unsqueeze(2);
-        let xf = x.to_kind(Kind::Float);
+        let xf = x.to_kind(self.cos.kind());
         let (x1, x2) = (xf.narrow(3, 0, d / 2), xf.narrow(3, d / 2, d / 2));
         let y1 = &x1 * &cos + &x2 * &sin;
         let y2 = -(&x1 * &sin) + &x2 * &cos;

@@ -12,6 +12,7 @@ use super::norm::rms_norm;
 use super::params::{Group, ParamSet};
 use super::rotary::Rotary;
 use super::scalars::Slot;
+use super::yarn::Yarn;
 use anyhow::Result;
 use tch::Tensor;
 
@@ -21,8 +22,7 @@ pub struct WindowedAttention {
     n_head: i64,
     /// QK-norm's eps, or None without it.
     qk_norm: Option<f64>,
-    scale: Option<f64>,
-    rotary: Rotary,
+    rope: Rope,
     /// (sa0, sa1) of this layer in the scalar bank.
     value_lambdas: Slot,
     /// The long window of the step, or the short one.
@@ -39,7 +39,27 @@ pub struct WindowedConfig {
     /// Channels the sparse gate reads (upstream #28), or None.
     pub gate: Option<i64>,
     pub qk_norm: Option<f64>,
-    pub scale: Option<f64>,
+}
+
+/// Rotary tables and softmax scale: fixed (upstream #29), or following the long window (YaRN,
+/// upstream #31). Every layer holds the same.
+#[derive(Clone)]
+pub enum Rope {
+    Fixed(Rotary, Option<f64>),
+    Yarn(Yarn),
+}
+
+impl Rope {
+    /// The tables and scale for a step whose long window YaRN is tuned for is `window` tokens.
+    fn at(&self, window: i64) -> (Rotary, Option<f64>) {
+        match self {
+            Rope::Fixed(r, scale) => (r.clone(), *scale),
+            Rope::Yarn(y) => {
+                let (r, scale) = y.at(window);
+                (r, Some(scale))
+            }
+        }
+    }
 }
 
 impl WindowedAttention {
@@ -47,7 +67,7 @@ impl WindowedAttention {
         ps: &mut ParamSet,
         name: &str,
         cfg: &WindowedConfig,
-        (rotary, value_lambdas, long): (Rotary, Slot, bool),
+        (rope, value_lambdas, long): (Rope, Slot, bool),
         g: Group,
     ) -> WindowedAttention {
         let c = cfg.n_embd;
@@ -61,21 +81,20 @@ impl WindowedAttention {
             gate,
             n_head: cfg.n_head,
             qk_norm: cfg.qk_norm,
-            scale: cfg.scale,
-            rotary,
+            rope,
             value_lambdas,
             long,
         }
     }
 
     /// h: [1, T, C] normed block input; ve: [1, T, C] or None; bank: the scalar bank;
-    /// windows: the step's (long, short) in tokens. -> [1, T, C]
+    /// windows: the step's (long, short) in tokens and YaRN's window. -> [1, T, C]
     pub fn forward(
         &self,
         h: &Tensor,
         ve: Option<&Tensor>,
         bank: &Tensor,
-        (docs, windows): (&Docs, (i64, i64)),
+        (docs, (windows, yarn_window)): (&Docs, ((i64, i64), i64)),
     ) -> Result<Tensor> {
         let (b, t, c) = h.size3()?;
         let (nh, hd) = (self.n_head, c / self.n_head);
@@ -86,19 +105,16 @@ impl WindowedAttention {
         if let Some(eps) = self.qk_norm {
             (q, k) = (rms_norm(&q, eps), rms_norm(&k, eps));
         }
-        let (q, k) = (self.rotary.apply(&q)?, self.rotary.apply(&k)?);
+        let (rotary, scale) = self.rope.at(yarn_window);
+        let (q, k) = (rotary.apply(&q)?, rotary.apply(&k)?);
         let sa = self.value_lambdas.pair(bank, 0);
         v = match ve {
             Some(ve) => &v * &sa.0 + ve.view([b, t, nh, hd]) * &sa.1,
             None => &v * &sa.0,
         };
         let window = if self.long { windows.0 } else { windows.1 };
-        let pattern = Pattern {
-            causal: true,
-            window: Some(window),
-            docs: Some(docs.clone()),
-            scale: self.scale,
-        };
+        let pattern =
+            Pattern { causal: true, window: Some(window), docs: Some(docs.clone()), scale };
         let bhtd = |x: &Tensor| x.transpose(1, 2);
         let mut y = attend(&bhtd(&q), &bhtd(&k), &bhtd(&v), &pattern)?.transpose(1, 2); // [B, T, H, D]
         if let Some(g) = &self.gate {

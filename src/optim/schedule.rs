@@ -13,6 +13,8 @@ pub struct Plan {
     pub momentum: Option<f64>,
     /// (long, short) attention windows in tokens ((0, 0) without windows).
     pub windows: (i64, i64),
+    /// The long window YaRN is tuned for, in tokens (the long window, or the final ws's).
+    pub yarn_window: i64,
 }
 
 /// A run's step-dependent values, resolved from the recipe once.
@@ -64,8 +66,13 @@ impl Schedule {
             }
         };
         let momentum = self.muon.map(|(_, from, to, over)| momentum_warmup(step, over, from, to));
-        let windows = self.windows.as_ref().map_or((0, 0), |w| w.sizes(step, steps));
-        Plan { step, lr_factor, momentum, windows }
+        let windows = match &self.windows {
+            None => (0, 0),
+            // The final validation (upstream #31): YaRN extended to final_ws.
+            Some(w) if step == steps && w.final_ws.is_some() => w.sizes_of(w.final_ws.unwrap_or(0)),
+            Some(w) => w.sizes(step, steps),
+        };
+        Plan { step, lr_factor, momentum, windows, yarn_window: windows.0 }
     }
 
     /// Untimed warmup step `i`: step 0's plan with the window sizes taken in turn, so each is
@@ -74,6 +81,7 @@ impl Schedule {
         let mut plan = self.at(0);
         if let Some(w) = &self.windows {
             plan.windows = w.sizes_of(w.schedule[i as usize % w.schedule.len()]);
+            plan.yarn_window = plan.windows.0;
         }
         plan
     }

@@ -101,9 +101,10 @@ pub const REGISTRY: &[Technique] = &[
     Technique { lab: Lab::Layers, ..technique("mlp_layers", &[30, 35], &[]) },
     Technique {
         lab: Lab::Fields(&[("block", Lab::Tokens)]),
-        ..technique("windows", &[13, 16, 20, 29], MODERN)
+        ..technique("windows", &[13, 16, 20, 29, 31], MODERN)
     },
-    technique("attn_scale", &[20], MODERN),
+    technique("attn_scale", &[20, 31], MODERN),
+    technique("yarn", &[31], &["rotary", "windows", "attn_scale"]),
     technique("attn_gate", &[28], MODERN),
     technique("softcap", &[9, 18, 19, 28], &[]),
     technique("fp8_head", &[19, 21, 28], &["untied_head"]),

@@ -71,6 +71,10 @@ pub struct Fp8Head {
 pub struct Windows {
     pub block: usize,
     pub schedule: Vec<usize>,
+    /// ws of the final validation, past the schedule's last (upstream #31: 13, with YaRN
+    /// extended to it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_ws: Option<usize>,
 }
 
 impl Windows {
@@ -90,6 +94,17 @@ impl Windows {
     pub fn sizes_of(&self, ws: usize) -> (i64, i64) {
         ((ws * self.block) as i64, (ws / 2 * self.block) as i64)
     }
+}
+
+/// YaRN (upstream #31): rotary's low frequencies interpolated at each growth of the long
+/// window, high ones (>= beta turns within the old window) kept; the softmax scale times
+/// (scale_growth·ln(new/old) + 1).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Yarn {
+    pub alpha: f64,
+    pub beta: f64,
+    pub scale_growth: f64,
 }
 
 /// Muon for the hidden matrices (upstream #3, #4, #9, #13, #15, #24): every >= 2-D tensor inside
