@@ -78,6 +78,17 @@ pub struct Recipe {
     /// U-net skips: the first half's outputs feed the second half, mirrored (upstream #11).
     #[serde(default)]
     pub unet: bool,
+    /// The U-net skip weights pass through a sigmoid, from this raw init (upstream #32: -1.5,
+    /// so each skip starts at σ(-1.5) = 0.18).
+    #[serde(default)]
+    pub skip_gate: Option<f64>,
+    /// Rotary tables and the rotation in the compute kind (bf16 on CUDA; upstream #32).
+    #[serde(default)]
+    pub bf16_rotary: bool,
+    /// The lm_head and the attention gates stored in bf16 on CUDA, as every nn.Linear is from
+    /// upstream #32 (the block matrices stay fp32 master weights).
+    #[serde(default)]
+    pub bf16_linears: bool,
     /// Value embedding table per layer, one character per layer: a digit names the table,
     /// '.' none (upstream #14-#17: "012......012").
     #[serde(default)]

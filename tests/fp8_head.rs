@@ -242,7 +242,22 @@ fn bad_shapes_and_weight_kinds_are_clear_errors() {
     let x = Tensor::zeros([4, 8], CPU32);
     let err = fp8_linear(&x, &Tensor::zeros([3, 6], CPU32), &POW2).unwrap_err();
     assert!(err.to_string().contains("x [4, 8] and w [3, 6]"), "{err:#}");
-    let err =
-        fp8_linear(&x, &Tensor::zeros([3, 8], (Kind::BFloat16, Device::Cpu)), &POW2).unwrap_err();
-    assert!(err.to_string().contains("fp32 parameter"), "{err:#}");
+    let err = fp8_linear(&x, &Tensor::zeros([3, 8], (Kind::Half, Device::Cpu)), &POW2).unwrap_err();
+    assert!(err.to_string().contains("fp32 or bf16 parameter"), "{err:#}");
+}
+
+/// Upstream #32 stores the head in bf16: the forward quantises from bf16, and the weight's
+/// gradient comes back in bf16 (the fp32 product rounded once).
+#[test]
+fn a_bf16_weight_gets_a_bf16_gradient() {
+    let x = Tensor::randn([4, 16], CPU32) * 0.5;
+    let w32 = (Tensor::randn([8, 16], CPU32) * 0.01).to_kind(Kind::BFloat16).to_kind(Kind::Float);
+    let wb = w32.to_kind(Kind::BFloat16).set_requires_grad(true);
+    let w32 = w32.set_requires_grad(true);
+    let (o32, ob) = (fp8_linear(&x, &w32, &POW2).unwrap(), fp8_linear(&x, &wb, &POW2).unwrap());
+    assert!(o32.equal(&ob), "the same quantised forward");
+    o32.sum(Kind::Float).backward();
+    ob.sum(Kind::Float).backward();
+    assert_eq!(wb.grad().kind(), Kind::BFloat16);
+    assert!(wb.grad().equal(&w32.grad().to_kind(Kind::BFloat16)));
 }

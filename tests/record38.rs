@@ -5,6 +5,8 @@ mod common;
 use common::build;
 use tch::{Device, Kind, Tensor};
 use trainer::model::rotary::Rotary;
+use trainer::model::scalars::ScalarBank;
+use trainer::model::unet::UNetSkips;
 use trainer::model::yarn::{grow, Yarn};
 use trainer::optim::schedule::Schedule;
 use trainer::recipe::{Recipe, Scale};
@@ -85,4 +87,23 @@ fn the_final_validation_extends_the_windows() {
         Scale::Lab,
     );
     assert_eq!(Schedule::new(&lab).at(250).windows, (13 * 16, 6 * 16));
+}
+
+/// #32: a gated skip adds σ(w)·skip, from the raw init -1.5 (0.1824 at the start).
+#[test]
+fn sigmoid_gated_skips_add_a_bounded_share() {
+    let mut bank = ScalarBank::default();
+    let unet = UNetSkips::new(&mut bank, 4, Some(-1.5));
+    let init: Vec<f32> = bank.layout()[0].init.clone();
+    assert_eq!(init, [-1.5; 4]);
+    let weights = Tensor::from_slice(&[-1.5f64, 0.0, 0.0, 0.0]);
+    let skip = Tensor::from_slice(&[2.0f64]);
+    let mut stack = Vec::new();
+    unet.leave(1, &skip, &mut stack);
+    let x = unet.enter(2, Tensor::from_slice(&[1.0f64]), &mut stack, &weights).unwrap();
+    let want = 1.0 + 2.0 / (1.0 + 1.5f64.exp());
+    assert!((x.double_value(&[0]) - want).abs() < 1e-12, "{x}");
+    let r = record_29_with("skip_gate = -1.5", Scale::Full);
+    let (gpt, _, _) = build(&r);
+    assert_eq!(gpt.scalar_layout()[0].init, [-1.5; 12]);
 }

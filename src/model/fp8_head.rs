@@ -41,20 +41,21 @@ impl Fp8Scales {
     }
 }
 
-/// x: [N, C], w: [V, C] fp32 parameter -> [N, V] in x's kind (bf16 in CUDA training).
+/// x: [N, C], w: [V, C] fp32 parameter (bf16 with upstream #32's bf16 linears) -> [N, V] in
+/// x's kind (bf16 in CUDA training).
 ///
 /// Forward: x_f8 = e4m3fn(x/s.x), w_f8 = e4m3fn(w/s.w), out = x_f8·w_f8ᵀ · s.x·s.w (fast accum).
 /// Backward: g_f8 = e5m2(g/s.grad); grad_x = g_f8·w_f8 · s.grad·s.w in x's kind;
-/// grad_w = (x_f8ᵀ·g_f8)ᵀ · s.x·s.grad in fp32. Saves only x_f8 and w_f8.
+/// grad_w = (x_f8ᵀ·g_f8)ᵀ · s.x·s.grad in fp32, cast to w's kind. Saves only x_f8 and w_f8.
 pub fn fp8_linear(x: &Tensor, w: &Tensor, s: &Fp8Scales) -> Result<Tensor> {
     let (xs, ws) = (x.size(), w.size());
     if xs.len() != 2 || ws.len() != 2 || xs[1] != ws[1] {
         bail!("fp8_linear: x must be [N, C] and w [V, C], got x {xs:?} and w {ws:?}");
     }
-    if w.kind() != Kind::Float {
-        bail!("fp8_linear: w must be an fp32 parameter, got {:?}", w.kind());
+    if !matches!(w.kind(), Kind::Float | Kind::BFloat16) {
+        bail!("fp8_linear: w must be an fp32 or bf16 parameter, got {:?}", w.kind());
     }
-    let s = *s;
+    let (s, w_kind) = (*s, w.kind());
     custom_function(
         &[x.shallow_clone(), w.shallow_clone()],
         move |t| {
@@ -77,7 +78,8 @@ pub fn fp8_linear(x: &Tensor, w: &Tensor, s: &Fp8Scales) -> Result<Tensor> {
             let g_cm = g_f8.tr().contiguous().tr();
             let grad_w = scaled_mm(&x_t, &g_cm, s.x, s.grad, Kind::Float, false)
                 .context("fp8_linear backward (grad w)")?
-                .tr();
+                .tr()
+                .to_kind(w_kind);
             Ok(vec![grad_x, grad_w])
         },
     )

@@ -76,27 +76,31 @@ impl Gpt {
 
         // The scalar bank in upstream's order: skips, block lambdas, value lambdas.
         let mut scalars = ScalarBank::default();
-        let unet = r.unet.then(|| UNetSkips::new(&mut scalars, l));
+        let unet = r.unet.then(|| UNetSkips::new(&mut scalars, l, r.skip_gate));
         let x0_lambdas = r.x0_lambdas.then(|| X0Lambdas::new(&mut scalars, l));
         let value_lambdas =
             (r.attn_layers.as_ref()).map(|_| scalars.reserve("value_lambdas", &vec![0.5; 2 * l]));
         let longest = (r.batch_rows * r.seq_len).max(r.val_seq_len.unwrap_or(0)) as i64;
         let head_dim = c / r.n_head as i64;
+        let rope_kind = if r.bf16_rotary { compute } else { Kind::Float };
         let rope = r.rotary.as_ref().map(|rot| match (&r.yarn, &r.windows) {
             (Some(y), Some(w)) => {
                 let first = (w.schedule[0] * w.block) as i64;
                 let start = (first, r.attn_scale.unwrap_or(1.0 / (head_dim as f64).sqrt()));
                 let freqs = Rotary::freqs(rot, head_dim);
-                Rope::Yarn(Yarn::new(y, freqs, start, (longest, dev, Kind::Float)))
+                Rope::Yarn(Yarn::new(y, freqs, start, (longest, dev, rope_kind)))
             }
-            _ => Rope::Fixed(Rotary::new(rot, head_dim, longest, dev), r.attn_scale),
+            _ => Rope::Fixed(
+                Rotary::new(rot, head_dim, longest, dev).to_kind(rope_kind),
+                r.attn_scale,
+            ),
         });
         let windowed = WindowedConfig {
             n_embd: c,
             n_head: r.n_head as i64,
             bound,
             zero_proj: r.zero_proj,
-            gate: r.attn_gate.map(|n| n as i64),
+            gate: r.attn_gate.map(|n| (n as i64, g.gate)),
             qk_norm: r.qk_norm.then_some(r.ln_eps),
         };
         let attn_layers: Vec<char> = r.attn_layers.as_deref().unwrap_or("").chars().collect();

@@ -46,6 +46,8 @@ pub struct Groups {
     pub scalars: Group,
     /// Matrices inside the blocks.
     pub hidden: Group,
+    /// The small gates' matrices (attention gates): Muon, bf16 on CUDA with bf16_linears.
+    pub gate: Group,
     /// Biases and norm weights.
     pub vector: Group,
 }
@@ -55,14 +57,17 @@ impl Groups {
         let fp32 = |opt, lr_mul, decay| Group { opt, lr_mul, decay, storage: Storage::Fp32 };
         if r.muon.is_none() {
             let (matrix, vector) = (fp32(Opt::AdamW, 1.0, true), fp32(Opt::AdamW, 1.0, false));
-            return Groups { embed: matrix, head: matrix, scalars: vector, hidden: matrix, vector };
+            let (embed, head, scalars, hidden, gate) = (matrix, matrix, vector, matrix, matrix);
+            return Groups { embed, head, scalars, hidden, gate, vector };
         }
         // Upstream's optimizers decay every parameter (with weight_decay 0 until #46).
         let mul = |f: fn(&crate::recipe::LrMul) -> f64| r.lr_mul.as_ref().map_or(1.0, f);
         let embed_storage = if r.bf16_embeddings { Storage::Bf16OnCuda } else { Storage::Fp32 };
+        let linear_storage = if r.bf16_linears { Storage::Bf16OnCuda } else { Storage::Fp32 };
         Groups {
             embed: Group { storage: embed_storage, ..fp32(Opt::Adam, mul(|m| m.embed), true) },
-            head: fp32(Opt::Adam, mul(|m| m.head), true),
+            head: Group { storage: linear_storage, ..fp32(Opt::Adam, mul(|m| m.head), true) },
+            gate: Group { storage: linear_storage, ..fp32(Opt::Muon, 1.0, true) },
             scalars: fp32(Opt::Adam, mul(|m| m.scalars), true),
             hidden: fp32(Opt::Muon, 1.0, true),
             vector: fp32(Opt::Adam, 1.0, true),

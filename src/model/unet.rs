@@ -1,6 +1,7 @@
 //! U-net skips (upstream #11): the outputs of the first half's blocks feed the second half,
 //! mirrored (block L/2-1 -> L/2, ..., 0 -> L-1), each scaled by a learned weight from the
-//! scalar bank (init 1). Upstream reserves L weights and uses the first L/2.
+//! scalar bank (init 1). Upstream reserves L weights and uses the first L/2. From upstream #32
+//! the weight passes through a sigmoid (raw init -1.5): a skip can only add a bounded share.
 use super::scalars::{ScalarBank, Slot};
 use anyhow::{Context, Result};
 use tch::Tensor;
@@ -8,11 +9,14 @@ use tch::Tensor;
 pub struct UNetSkips {
     weights: Slot,
     half: usize,
+    sigmoid: bool,
 }
 
 impl UNetSkips {
-    pub fn new(bank: &mut ScalarBank, n_layer: usize) -> UNetSkips {
-        UNetSkips { weights: bank.reserve("skip", &vec![1.0; n_layer]), half: n_layer / 2 }
+    /// `gate`: the raw init of sigmoid-gated weights (upstream #32), or None for plain ones.
+    pub fn new(bank: &mut ScalarBank, n_layer: usize, gate: Option<f64>) -> UNetSkips {
+        let weights = bank.reserve("skip", &vec![gate.unwrap_or(1.0) as f32; n_layer]);
+        UNetSkips { weights, half: n_layer / 2, sigmoid: gate.is_some() }
     }
 
     /// Before block `i`: in the second half, add the mirrored skip. x: [B, T, C]
@@ -27,7 +31,8 @@ impl UNetSkips {
             return Ok(x);
         }
         let skip = stack.pop().context("U-net skip stack is empty")?;
-        Ok(&x + skip * self.weights.get(bank, i - self.half))
+        let w = self.weights.get(bank, i - self.half);
+        Ok(&x + skip * if self.sigmoid { w.sigmoid() } else { w })
     }
 
     /// After block `i`: in the first half, keep its output.

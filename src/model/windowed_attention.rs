@@ -36,8 +36,8 @@ pub struct WindowedConfig {
     /// Uniform init bound of Wq, Wk, Wv; Wo starts at zero when `zero_proj`.
     pub bound: f64,
     pub zero_proj: bool,
-    /// Channels the sparse gate reads (upstream #28), or None.
-    pub gate: Option<i64>,
+    /// Channels the sparse gate reads (upstream #28) and the gate's group, or None.
+    pub gate: Option<(i64, Group)>,
     pub qk_norm: Option<f64>,
 }
 
@@ -75,7 +75,7 @@ impl WindowedAttention {
         if cfg.zero_proj {
             let _ = tch::no_grad(|| qkvo_w.get(3).zero_());
         }
-        let gate = cfg.gate.map(|n| ps.zeros(&format!("{name}.gate"), &[cfg.n_head, n], g));
+        let gate = cfg.gate.map(|(n, g)| ps.zeros(&format!("{name}.gate"), &[cfg.n_head, n], g));
         WindowedAttention {
             qkvo_w,
             gate,

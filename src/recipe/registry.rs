@@ -93,6 +93,9 @@ pub const REGISTRY: &[Technique] = &[
     technique("rotary", &[2, 17], MODERN),
     technique("x0_lambdas", &[9], MODERN),
     technique("unet", &[11], MODERN),
+    technique("skip_gate", &[32], &["unet"]),
+    technique("bf16_rotary", &[32], &["rotary"]),
+    technique("bf16_linears", &[32], &["untied_head"]),
     Technique { lab: Lab::Layers, ..technique("value_embed_layers", &[14, 15, 17], MODERN) },
     Technique {
         lab: Lab::Layers,
