@@ -114,7 +114,7 @@ fn softcap_is_a_shifted_tanh_inside_zero_and_cap() {
 /// Spec §2.6: three equal stages of 1,670 steps.
 #[test]
 fn window_schedule_matches_the_spec_table() {
-    let w = Windows { block: 128, schedule: vec![3, 7, 11], final_ws: None };
+    let w = Windows { block: 128, schedule: vec![3, 7, 11], final_ws: None, final_long: None };
     for (step, ws) in [(0, 3), (556, 3), (557, 7), (1113, 7), (1114, 11), (1670, 11)] {
         assert_eq!(w.ws(step, 1670), ws, "step {step}");
     }

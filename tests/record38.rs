@@ -107,3 +107,12 @@ fn sigmoid_gated_skips_add_a_bounded_share() {
     let (gpt, _, _) = build(&r);
     assert_eq!(gpt.scalar_layout()[0].init, [-1.5; 12]);
 }
+
+/// #33: the long layers see 20 blocks at the final validation while YaRN stays tuned for 13.
+#[test]
+fn the_final_validation_widens_the_long_windows() {
+    let w = "windows = { block = 128, schedule = [3, 7, 11], final_ws = 13, final_long = 20 }";
+    let s = Schedule::new(&record_29_with(w, Scale::Full));
+    assert_eq!((s.at(1670).windows, s.at(1670).yarn_window), ((2560, 768), 1664));
+    assert_eq!(s.at(1669).windows, (1408, 640), "training keeps the schedule");
+}

@@ -66,13 +66,14 @@ impl Schedule {
             }
         };
         let momentum = self.muon.map(|(_, from, to, over)| momentum_warmup(step, over, from, to));
-        let windows = match &self.windows {
-            None => (0, 0),
-            // The final validation (upstream #31): YaRN extended to final_ws.
-            Some(w) if step == steps && w.final_ws.is_some() => w.sizes_of(w.final_ws.unwrap_or(0)),
-            Some(w) => w.sizes(step, steps),
+        let (windows, yarn_window) = match &self.windows {
+            None => ((0, 0), 0),
+            // The final validation (upstream #31, #33): YaRN extended to final_ws, the long
+            // layers' window widened to final_long.
+            Some(w) if step == steps && w.final_ws.is_some() => w.final_sizes().unwrap_or_default(),
+            Some(w) => (w.sizes(step, steps), w.sizes(step, steps).0),
         };
-        Plan { step, lr_factor, momentum, windows, yarn_window: windows.0 }
+        Plan { step, lr_factor, momentum, windows, yarn_window }
     }
 
     /// Untimed warmup step `i`: step 0's plan with the window sizes taken in turn, so each is

@@ -75,6 +75,10 @@ pub struct Windows {
     /// extended to it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_ws: Option<usize>,
+    /// The long layers' window at the final validation, in blocks, with YaRN left at final_ws
+    /// (upstream #33: 20 for the last layer; #35: every long layer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_long: Option<usize>,
 }
 
 impl Windows {
@@ -93,6 +97,15 @@ impl Windows {
     /// (long, short) windows in tokens for window size `ws`: ws and ws/2 blocks.
     pub fn sizes_of(&self, ws: usize) -> (i64, i64) {
         ((ws * self.block) as i64, (ws / 2 * self.block) as i64)
+    }
+
+    /// The final validation's (long, short) windows and YaRN's window, in tokens, when it
+    /// differs from training's.
+    pub fn final_sizes(&self) -> Option<((i64, i64), i64)> {
+        let ws = self.final_ws?;
+        let (long, short) = self.sizes_of(ws);
+        let wide = self.final_long.map_or(long, |l| (l * self.block) as i64);
+        Some(((wide, short), long))
     }
 }
 
