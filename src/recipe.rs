@@ -107,6 +107,10 @@ pub struct Recipe {
     pub attn_scale: Option<f64>,
     #[serde(default)]
     pub yarn: Option<Yarn>,
+    /// Smear: each token's embedding takes in a gated share of the previous token's, the gate
+    /// reading the first n channels (upstream #34: 12).
+    #[serde(default)]
+    pub smear: Option<usize>,
     /// Sparse attention gate: σ(W·h[:n]) per head from the first n channels (upstream #28).
     #[serde(default)]
     pub attn_gate: Option<usize>,

@@ -3,9 +3,11 @@
 mod common;
 
 use common::build;
-use tch::{Device, Kind, Tensor};
+use tch::{nn, Device, Kind, Tensor};
+use trainer::model::params::{Group, Opt, ParamSet, Storage};
 use trainer::model::rotary::Rotary;
 use trainer::model::scalars::ScalarBank;
+use trainer::model::smear::Smear;
 use trainer::model::unet::UNetSkips;
 use trainer::model::yarn::{grow, Yarn};
 use trainer::optim::schedule::Schedule;
@@ -115,4 +117,32 @@ fn the_final_validation_widens_the_long_windows() {
     let s = Schedule::new(&record_29_with(w, Scale::Full));
     assert_eq!((s.at(1670).windows, s.at(1670).yarn_window), ((2560, 768), 1664));
     assert_eq!(s.at(1669).windows, (1408, 640), "training keeps the schedule");
+}
+
+/// #34: e'_t = e_t + λ·σ(e_t[:n]·W_sᵀ)·e_{t−1}, a no-op at init (λ = 0), across documents.
+#[test]
+fn smear_adds_a_gated_share_of_the_previous_token() {
+    let vs = nn::VarStore::new(Device::Cpu);
+    let mut ps = ParamSet::new(vs.root());
+    let mut bank = ScalarBank::default();
+    let g = Group { opt: Opt::Muon, lr_mul: 1.0, decay: true, storage: Storage::Fp32 };
+    let smear = Smear::new(&mut ps, &mut bank, 2, 3, g);
+    assert_eq!(bank.layout()[0].init, [0.0; 3], "one scalar per layer, the first used");
+    let e = Tensor::from_slice(&[1.0f32, 2.0, 3.0, -1.0, 0.5, 4.0, 2.0, 0.0, -2.0]).view([1, 3, 3]);
+    let zero = Tensor::zeros([3], (Kind::Float, Device::Cpu));
+    assert!(smear.forward(&e, &zero).equal(&e), "λ = 0: exactly the embedding");
+    let mut params = ps.into_params(Kind::Float);
+    tch::no_grad(|| params[0].tensor.copy_(&Tensor::from_slice(&[0.5f32, -1.0]).view([1, 2])));
+    let lambda = Tensor::from_slice(&[0.8f32, 0.0, 0.0]);
+    let got: Vec<f32> = Vec::try_from(smear.forward(&e, &lambda).reshape([-1])).unwrap();
+    let ev: Vec<f64> = [1.0, 2.0, 3.0, -1.0, 0.5, 4.0, 2.0, 0.0, -2.0].to_vec();
+    let sig = |z: f64| 1.0 / (1.0 + (-z).exp());
+    let mut want = ev[..3].to_vec();
+    for t in 1..3 {
+        let gate = 0.8 * sig(0.5 * ev[3 * t] - ev[3 * t + 1]);
+        want.extend((0..3).map(|c| ev[3 * t + c] + gate * ev[3 * (t - 1) + c]));
+    }
+    for (g, w) in got.iter().zip(&want) {
+        assert!((*g as f64 - w).abs() < 1e-6, "{got:?} vs {want:?}");
+    }
 }

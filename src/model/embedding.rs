@@ -1,8 +1,9 @@
 //! The token embedding and what turns it into the residual stream's start x0: record #1's
 //! learned positions added to it, or upstream #8's RMSNorm of it (positions then come from
-//! rotary inside attention).
+//! rotary inside attention), after upstream #34's smear when the recipe has it.
 use super::norm::rms_norm;
 use super::params::{Group, ParamSet};
+use super::smear::Smear;
 use tch::{nn, Kind, Tensor};
 
 pub struct Embedding {
@@ -10,6 +11,7 @@ pub struct Embedding {
     positions: Option<Tensor>, // [T_max, C] learned positions (record #1)
     /// x0 = RMSNorm(x0) with this eps (upstream #8).
     norm_eps: Option<f64>,
+    smear: Option<Smear>,
 }
 
 impl Embedding {
@@ -28,7 +30,7 @@ impl Embedding {
                 let _ = table.narrow(0, vocab, padded - vocab).zero_();
             });
         }
-        Embedding { table, positions: None, norm_eps: None }
+        Embedding { table, positions: None, norm_eps: None, smear: None }
     }
 
     /// Adds learned positions: N(0, std) for `max_len` positions.
@@ -43,19 +45,27 @@ impl Embedding {
         self
     }
 
+    pub fn with_smear(mut self, smear: Smear) -> Self {
+        self.smear = Some(smear);
+        self
+    }
+
     /// The [Vp, C] table, for a tied head.
     pub fn table(&self) -> Tensor {
         self.table.shallow_clone()
     }
 
-    /// idx: [B, T] -> x0 [B, T, C] in `compute`.
-    pub fn forward(&self, idx: &Tensor, compute: Kind) -> Tensor {
+    /// idx: [B, T] -> x0 [B, T, C] in `compute`; `bank`: the scalar bank (smear's λ).
+    pub fn forward(&self, idx: &Tensor, compute: Kind, bank: &Tensor) -> Tensor {
         let mut x = Tensor::embedding(&self.table, idx, -1, false, false);
         if let Some(wpe) = &self.positions {
             let pos = Tensor::arange(idx.size()[1], (Kind::Int64, idx.device()));
             x = &x + Tensor::embedding(wpe, &pos, -1, false, false);
         }
-        let x = x.to_kind(compute);
+        let mut x = x.to_kind(compute);
+        if let Some(s) = &self.smear {
+            x = s.forward(&x, bank);
+        }
         match self.norm_eps {
             Some(eps) => rms_norm(&x, eps),
             None => x,

@@ -13,6 +13,7 @@ use super::params::{Groups, Param, ParamSet};
 use super::relu2_mlp::Relu2Mlp;
 use super::rotary::Rotary;
 use super::scalars::{Entry, ScalarBank};
+use super::smear::Smear;
 use super::unet::UNetSkips;
 use super::value_embed::ValueEmbeds;
 use super::windowed_attention::{Rope, WindowedAttention, WindowedConfig};
@@ -83,6 +84,9 @@ impl Gpt {
         let longest = (r.batch_rows * r.seq_len).max(r.val_seq_len.unwrap_or(0)) as i64;
         let head_dim = c / r.n_head as i64;
         let rope_kind = if r.bf16_rotary { compute } else { Kind::Float };
+        if let Some(n) = r.smear {
+            embed = embed.with_smear(Smear::new(&mut ps, &mut scalars, n as i64, l, g.gate));
+        }
         let rope = r.rotary.as_ref().map(|rot| match (&r.yarn, &r.windows) {
             (Some(y), Some(w)) => {
                 let first = (w.schedule[0] * w.block) as i64;
@@ -195,7 +199,7 @@ impl Gpt {
     fn trunk(&self, idx: &Tensor, ctx: &Ctx) -> Result<Tensor> {
         let (b, t) = idx.size2().context("model input is [B, T] token ids")?;
         let bank = self.scalars.tensor(); // [n] learned scalars
-        let x0 = self.embed.forward(idx, self.compute); // [B, T, C]
+        let x0 = self.embed.forward(idx, self.compute, &bank); // [B, T, C]
         let ve = self.value_embeds.as_ref().map(|v| v.lookup(idx, self.compute));
         let mut x = x0.shallow_clone();
         let mut skips = Vec::new();

@@ -12,6 +12,7 @@ pub mod params;
 pub mod relu2_mlp;
 pub mod rotary;
 pub mod scalars;
+pub mod smear;
 pub mod softcap;
 pub mod unet;
 pub mod value_embed;

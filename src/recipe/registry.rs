@@ -109,6 +109,7 @@ pub const REGISTRY: &[Technique] = &[
     technique("attn_scale", &[20, 31], MODERN),
     technique("yarn", &[31], &["rotary", "windows", "attn_scale"]),
     technique("attn_gate", &[28], MODERN),
+    technique("smear", &[34], &["embed_norm", "muon"]),
     technique("softcap", &[9, 18, 19, 28], &[]),
     technique("fp8_head", &[19, 21, 28], &["untied_head"]),
     technique("bf16_embeddings", &[18], &[]),
