@@ -140,6 +140,10 @@ pub struct Recipe {
     /// reduction="sum"), not the mean; only Adam's eps feels the difference.
     #[serde(default)]
     pub loss_sum: bool,
+    /// The last steps run at the final lr and windows (upstream #35: 40): the schedules' clock
+    /// ends `iteration_extension` steps early, its progress capped at 0.9999.
+    #[serde(default)]
+    pub iteration_extension: u64,
     /// Untimed steps on real batches before the clock starts, then model, optimizer and loader
     /// are reset (upstream's explicit warmup: 10 steps, 30 from #29).
     #[serde(default)]
@@ -286,6 +290,12 @@ impl Recipe {
         self.validate_techniques()
     }
 
+    /// Layer `i` has neither attention nor MLP, so it is skipped whole (upstream #35).
+    pub fn skips_layer(&self, i: usize) -> bool {
+        let none = |p: &Option<String>| p.as_ref().is_some_and(|p| p.chars().nth(i) == Some('-'));
+        none(&self.attn_layers) && none(&self.mlp_layers)
+    }
+
     /// The keys after record #1 that are on: present, and not their default.
     pub fn techniques_on(&self) -> Result<Vec<&'static str>> {
         let all = toml::Table::try_from(self)?;
@@ -321,7 +331,8 @@ impl Recipe {
                 );
             }
         }
-        ensure!(!self.unet || l.is_multiple_of(2), "recipe: unet needs an even n_layer");
+        let running = (0..l).filter(|&i| !self.skips_layer(i)).count();
+        ensure!(!self.unet || running >= 2, "recipe: unet needs two layers that run");
         if let Some(w) = &self.windows {
             ensure!(
                 w.block > 0 && !w.schedule.is_empty(),

@@ -95,7 +95,7 @@ fn the_final_validation_extends_the_windows() {
 #[test]
 fn sigmoid_gated_skips_add_a_bounded_share() {
     let mut bank = ScalarBank::default();
-    let unet = UNetSkips::new(&mut bank, 4, Some(-1.5));
+    let unet = UNetSkips::new(&mut bank, (4, 4), Some(-1.5));
     let init: Vec<f32> = bank.layout()[0].init.clone();
     assert_eq!(init, [-1.5; 4]);
     let weights = Tensor::from_slice(&[-1.5f64, 0.0, 0.0, 0.0]);
@@ -145,4 +145,50 @@ fn smear_adds_a_gated_share_of_the_previous_token() {
     for (g, w) in got.iter().zip(&want) {
         assert!((*g as f64 - w).abs() < 1e-6, "{got:?} vs {want:?}");
     }
+}
+
+/// #35: layer 0 without attention and MLP is skipped whole; the 11 layers that run pair 5 skips
+/// (1->10 ... 5->6) and the last has none.
+#[test]
+fn an_empty_layer_is_skipped_and_the_unet_pairs_the_rest() {
+    let r = record_29_with(
+        "attn_layers = \"-SSSLSS-SSSL\"\nmlp_layers = \"-MMMMMMMMMMM\"\nskip_gate = -1.5",
+        Scale::Full,
+    );
+    assert!(r.skips_layer(0) && !r.skips_layer(7), "layer 7 keeps its MLP");
+    let mut bank = ScalarBank::default();
+    let unet = UNetSkips::new(&mut bank, (12, 11), None);
+    let ones = Tensor::ones([12], (Kind::Double, Device::Cpu));
+    let mut stack = Vec::new();
+    for k in 0..5 {
+        unet.leave(k, &Tensor::from_slice(&[10f64.powi(k as i32)]), &mut stack);
+    }
+    unet.leave(5, &Tensor::from_slice(&[-1.0f64]), &mut stack);
+    assert_eq!(stack.len(), 5, "the first five layers that run push");
+    let adds: Vec<f64> = (5..11)
+        .map(|k| unet.enter(k, Tensor::from_slice(&[0.0f64]), &mut stack, &ones).unwrap())
+        .map(|x| x.double_value(&[0]))
+        .collect();
+    assert_eq!(adds, [10000.0, 1000.0, 100.0, 10.0, 1.0, 0.0], "mirrored; the last gets none");
+}
+
+/// #35: 40 extension steps at the final lr (0.10018) and windows; the clock is the 1,630
+/// scheduled steps (x capped at 0.9999).
+#[test]
+fn the_iteration_extension_holds_the_final_lr_and_windows() {
+    let r = record_29_with(
+        "iteration_extension = 40\nlr_schedule = { kind = \"stable_decay\", cooldown_frac = 0.5 }",
+        Scale::Full,
+    );
+    let s = Schedule::new(&r);
+    let lr = |step| s.at(step).lr_factor;
+    assert_eq!(lr(815), 1.0);
+    assert!((lr(1629) - (0.1 + 0.9 * 2.0 / 1630.0)).abs() < 1e-12, "{}", lr(1629));
+    for step in [1630, 1650, 1669] {
+        assert!((lr(step) - 0.10018).abs() < 1e-12, "{step}: {}", lr(step));
+    }
+    assert_eq!((s.at(543).windows.0, s.at(544).windows.0), (384, 896), "x = step/1631");
+    assert_eq!((s.at(1087).windows.0, s.at(1088).windows.0), (896, 1408));
+    assert_eq!(s.at(1669).windows.0, 1408);
+    assert_eq!(record_29_with("iteration_extension = 40", Scale::Lab).iteration_extension, 6);
 }

@@ -77,7 +77,8 @@ impl Gpt {
 
         // The scalar bank in upstream's order: skips, block lambdas, value lambdas.
         let mut scalars = ScalarBank::default();
-        let unet = r.unet.then(|| UNetSkips::new(&mut scalars, l, r.skip_gate));
+        let running = (0..l).filter(|&i| !r.skips_layer(i)).count();
+        let unet = r.unet.then(|| UNetSkips::new(&mut scalars, (l, running), r.skip_gate));
         let x0_lambdas = r.x0_lambdas.then(|| X0Lambdas::new(&mut scalars, l));
         let value_lambdas =
             (r.attn_layers.as_ref()).map(|_| scalars.reserve("value_lambdas", &vec![0.5; 2 * l]));
@@ -203,9 +204,11 @@ impl Gpt {
         let ve = self.value_embeds.as_ref().map(|v| v.lookup(idx, self.compute));
         let mut x = x0.shallow_clone();
         let mut skips = Vec::new();
-        for (i, block) in self.blocks.iter().enumerate() {
+        // k counts the layers that run: an empty one (upstream #35's layer 0) is skipped whole.
+        let running = self.blocks.iter().enumerate().filter(|(_, b)| !b.is_empty());
+        for (k, (i, block)) in running.enumerate() {
             if let Some(u) = &self.unet {
-                x = u.enter(i, x, &mut skips, &bank)?;
+                x = u.enter(k, x, &mut skips, &bank)?;
             }
             if let Some(l) = &self.x0_lambdas {
                 x = l.mix(i, &x, &x0, &bank);
@@ -216,7 +219,7 @@ impl Gpt {
             let input = BlockIn { ve, bank: &bank, docs: ctx.docs.as_ref(), windows };
             x = block.forward(x, &input)?;
             if let Some(u) = &self.unet {
-                u.leave(i, &x, &mut skips);
+                u.leave(k, &x, &mut skips);
             }
         }
         Ok(self.head.norm.forward(&x).view([b * t, -1])) // [B*T, C]

@@ -8,18 +8,26 @@ use tch::Tensor;
 
 pub struct UNetSkips {
     weights: Slot,
+    /// Pairs: the first `half` layers that run push, the next `half` pop (an odd last one,
+    /// upstream #35's layer 11 of 1-11, has no skip).
     half: usize,
     sigmoid: bool,
 }
 
 impl UNetSkips {
+    /// `running`: the layers that run (a layer with neither attention nor MLP is skipped);
     /// `gate`: the raw init of sigmoid-gated weights (upstream #32), or None for plain ones.
-    pub fn new(bank: &mut ScalarBank, n_layer: usize, gate: Option<f64>) -> UNetSkips {
+    pub fn new(
+        bank: &mut ScalarBank,
+        (n_layer, running): (usize, usize),
+        gate: Option<f64>,
+    ) -> UNetSkips {
         let weights = bank.reserve("skip", &vec![gate.unwrap_or(1.0) as f32; n_layer]);
-        UNetSkips { weights, half: n_layer / 2, sigmoid: gate.is_some() }
+        UNetSkips { weights, half: running / 2, sigmoid: gate.is_some() }
     }
 
-    /// Before block `i`: in the second half, add the mirrored skip. x: [B, T, C]
+    /// Before the `i`-th layer that runs: in the second half, add the mirrored skip.
+    /// x: [B, T, C]
     pub fn enter(
         &self,
         i: usize,
@@ -27,7 +35,7 @@ impl UNetSkips {
         stack: &mut Vec<Tensor>,
         bank: &Tensor,
     ) -> Result<Tensor> {
-        if i < self.half {
+        if i < self.half || i >= 2 * self.half {
             return Ok(x);
         }
         let skip = stack.pop().context("U-net skip stack is empty")?;
@@ -35,7 +43,7 @@ impl UNetSkips {
         Ok(&x + skip * if self.sigmoid { w.sigmoid() } else { w })
     }
 
-    /// After block `i`: in the first half, keep its output.
+    /// After the `i`-th layer that runs: in the first half, keep its output.
     pub fn leave(&self, i: usize, x: &Tensor, stack: &mut Vec<Tensor>) {
         if i < self.half {
             stack.push(x.shallow_clone());

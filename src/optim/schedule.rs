@@ -29,6 +29,8 @@ pub struct Schedule {
     adam_lr: f64,
     windows: Option<Windows>,
     untimed_warmup: u64,
+    /// Steps at the end past the schedules' clock (upstream #35).
+    extension: u64,
 }
 
 impl Schedule {
@@ -42,6 +44,7 @@ impl Schedule {
             adam_lr: r.lr,
             windows: r.windows.clone(),
             untimed_warmup: r.untimed_warmup,
+            extension: r.iteration_extension,
         }
     }
 
@@ -57,9 +60,16 @@ impl Schedule {
     /// The plan of optimizer step `step` (0-based) of the run.
     pub fn at(&self, step: u64) -> Plan {
         let steps = self.steps;
+        // With an extension, lr and windows run on the scheduled steps and stay at their
+        // end (upstream #35 caps the progress at 0.9999) through the extension.
+        let clock = steps - self.extension.min(steps);
         let lr_factor = match self.lr {
             LrSchedule::WarmupCosine => {
                 warmup_cosine(step, steps, self.warmup_steps, 1.0, self.min_lr_frac)
+            }
+            LrSchedule::StableDecay { cooldown_frac } if self.extension > 0 => {
+                let x = (step as f64 / clock.max(1) as f64).min(0.9999);
+                stable_decay_at(x, cooldown_frac, self.min_lr_frac)
             }
             LrSchedule::StableDecay { cooldown_frac } => {
                 stable_decay(step, steps, cooldown_frac, self.min_lr_frac)
@@ -71,7 +81,7 @@ impl Schedule {
             // The final validation (upstream #31, #33): YaRN extended to final_ws, the long
             // layers' window widened to final_long.
             Some(w) if step == steps && w.final_ws.is_some() => w.final_sizes().unwrap_or_default(),
-            Some(w) => (w.sizes(step, steps), w.sizes(step, steps).0),
+            Some(w) => (w.sizes(step, clock), w.sizes(step, clock).0),
         };
         Plan { step, lr_factor, momentum, windows, yarn_window }
     }
@@ -130,7 +140,11 @@ pub fn warmup_cosine(step: u64, steps: u64, warmup: u64, lr: f64, min_lr_frac: f
 /// `step/steps < 1 - cooldown_frac`, then falls linearly to `floor` at `step = steps`.
 /// Record #29: cooldown_frac 0.45, floor 0.1, no warmup.
 pub fn stable_decay(step: u64, steps: u64, cooldown_frac: f64, floor: f64) -> f64 {
-    let x = step as f64 / steps.max(1) as f64;
+    stable_decay_at(step as f64 / steps.max(1) as f64, cooldown_frac, floor)
+}
+
+/// [`stable_decay`] at progress `x` = step/steps.
+pub fn stable_decay_at(x: f64, cooldown_frac: f64, floor: f64) -> f64 {
     if cooldown_frac <= 0.0 || x < 1.0 - cooldown_frac {
         return 1.0;
     }

@@ -125,6 +125,7 @@ pub const REGISTRY: &[Technique] = &[
     technique("lr_schedule", &[4, 19], &[]),
     technique("loss_sum", &[21], &[]),
     Technique { lab: Lab::Steps, ..technique("untimed_warmup", &[29], &[]) },
+    Technique { lab: Lab::Steps, ..technique("iteration_extension", &[35], &["lr_schedule"]) },
 ];
 
 /// The entry of `key`.
