@@ -13,6 +13,13 @@
 //! p   ← p·(1 − lr·wd) − lr·lr_mul·max(1, rows/cols)^½·NS5(u)      (lr includes the schedule)
 //! ```
 //! Weight decay applies to the params whose group decays (upstream: all of them).
+//!
+//! Upstream #36 stores each layer's QKVO weight as (768, 3072), the MLP matrices' shape, so that
+//! attention and MLP share one reduce-scatter, and orthogonalizes it viewed as (4, 768, 768):
+//! Q, K, V and O separately. Ours keeps [4, C, C], which Newton–Schulz already treats as four
+//! matrices, and groups by shape; #36's custom group sizes ([1, 10, 16, 16] on 8 GPUs, the
+//! smallest first) decide which rank orthogonalizes which matrix and how much padding the
+//! collectives carry, not the update, which is the same per parameter.
 use super::newton_schulz::orthogonalize;
 use crate::dist::{Collectives, Op};
 use crate::model::params::Param;

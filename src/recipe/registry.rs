@@ -119,7 +119,7 @@ pub const REGISTRY: &[Technique] = &[
     Technique {
         // ns_steps counts Newton-Schulz iterations, not training steps: it keeps its value.
         lab: Lab::Fields(&[("momentum_warmup", Lab::Steps), ("ns_steps", Lab::Same)]),
-        ..technique("muon", &[3, 4, 6, 8, 9, 13, 15, 24], &[])
+        ..technique("muon", &[3, 4, 6, 8, 9, 13, 15, 24, 32, 36], &[])
     },
     technique("lr_mul", &[24], &["muon"]),
     technique("lr_schedule", &[4, 19], &[]),
