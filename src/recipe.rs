@@ -85,6 +85,10 @@ pub struct Recipe {
     /// Rotary tables and the rotation in the compute kind (bf16 on CUDA; upstream #32).
     #[serde(default)]
     pub bf16_rotary: bool,
+    /// Training's softcap and cross-entropy on the compute kind's logits (bf16 on CUDA) instead
+    /// of fp32 ones (upstream #37); evaluation stays fp32.
+    #[serde(default)]
+    pub bf16_loss: bool,
     /// The lm_head and the attention gates stored in bf16 on CUDA, as every nn.Linear is from
     /// upstream #32 (the block matrices stay fp32 master weights).
     #[serde(default)]

@@ -8,6 +8,7 @@ use trainer::model::params::{Group, Opt, ParamSet, Storage};
 use trainer::model::rotary::Rotary;
 use trainer::model::scalars::ScalarBank;
 use trainer::model::smear::Smear;
+use trainer::model::softcap::{softcap, softcap_in};
 use trainer::model::unet::UNetSkips;
 use trainer::model::yarn::{grow, Yarn};
 use trainer::optim::schedule::Schedule;
@@ -191,4 +192,19 @@ fn the_iteration_extension_holds_the_final_lr_and_windows() {
     assert_eq!((s.at(1087).windows.0, s.at(1088).windows.0), (896, 1408));
     assert_eq!(s.at(1669).windows.0, 1408);
     assert_eq!(record_29_with("iteration_extension = 40", Scale::Lab).iteration_extension, 6);
+}
+
+/// #37: training's softcap (and so its cross-entropy) stays in the logits' kind; evaluation
+/// and the default cast to fp32.
+#[test]
+fn the_low_precision_loss_keeps_the_logits_kind_in_training_only() {
+    let cap = trainer::recipe::Softcap { cap: 30.0, temperature: 7.5 };
+    let z = Tensor::from_slice(&[-20.0f32, 0.0, 7.5, 50.0]).to_kind(Kind::BFloat16);
+    let y = softcap_in(&z, &cap);
+    assert_eq!(y.kind(), Kind::BFloat16);
+    let want = [30.0 / (1.0 + (20.0f64 / 7.5).exp()), 15.0, 30.0 / (1.0 + (-1f64).exp()), 30.0];
+    for (i, w) in want.iter().enumerate() {
+        assert!((y.double_value(&[i as i64]) - w).abs() < 0.25, "{i}: bf16 within its rounding");
+    }
+    assert_eq!(softcap(&z, &cap).kind(), Kind::Float);
 }

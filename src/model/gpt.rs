@@ -172,6 +172,9 @@ impl Gpt {
         if let Some(s) = &r.softcap {
             head = head.with_softcap(s.clone());
         }
+        if r.bf16_loss {
+            head = head.with_low_precision_loss();
+        }
         scalars.create(&mut ps, g.scalars);
         let params = ps.into_params(compute);
         let gpt = Gpt { embed, value_embeds, unet, x0_lambdas, blocks, head, scalars, compute };

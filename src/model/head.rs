@@ -3,7 +3,7 @@
 //! and the cross-entropy over the vocabulary (record #1) or over every padded logit (#5 on).
 use super::fp8_head::{fp8_linear, Fp8Scales};
 use super::norm::Norm;
-use super::softcap::softcap;
+use super::softcap::{softcap, softcap_in};
 use crate::recipe::Softcap;
 use anyhow::Result;
 use tch::{Kind, Tensor};
@@ -16,11 +16,13 @@ pub struct Head {
     /// The softmax runs over the first `vocab` logits; None: over all of them.
     vocab: Option<i64>,
     compute: Kind,
+    /// Training's softcap and cross-entropy stay in the compute kind (upstream #37: bf16).
+    low_precision_loss: bool,
 }
 
 impl Head {
     pub fn new(norm: Norm, weight: Tensor, vocab: Option<i64>, compute: Kind) -> Head {
-        Head { norm, weight, fp8: None, softcap: None, vocab, compute }
+        Head { norm, weight, fp8: None, softcap: None, vocab, compute, low_precision_loss: false }
     }
 
     pub fn with_fp8(mut self, scales: Fp8Scales) -> Self {
@@ -33,16 +35,24 @@ impl Head {
         self
     }
 
-    /// x: [N, C] normed -> logits [N, Vp] (fp32): FP8 in training when built with it, then the
-    /// softcap.
+    pub fn with_low_precision_loss(mut self) -> Self {
+        self.low_precision_loss = true;
+        self
+    }
+
+    /// x: [N, C] normed -> logits [N, Vp] (fp32, or the compute kind in training with a low
+    /// precision loss): FP8 in training when built with it, then the softcap.
     pub fn logits(&self, x: &Tensor, training: bool) -> Result<Tensor> {
         let logits = match (&self.fp8, training) {
             (Some(s), true) => fp8_linear(x, &self.weight, s)?,
             _ => x.matmul(&self.weight.to_kind(self.compute).tr()),
         };
-        Ok(match &self.softcap {
-            Some(s) => softcap(&logits, s),
-            None => logits.to_kind(Kind::Float),
+        let keep = training && self.low_precision_loss;
+        Ok(match (&self.softcap, keep) {
+            (Some(s), true) => softcap_in(&logits, s),
+            (Some(s), false) => softcap(&logits, s),
+            (None, true) => logits,
+            (None, false) => logits.to_kind(Kind::Float),
         })
     }
 

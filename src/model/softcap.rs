@@ -6,5 +6,10 @@ use tch::{Kind, Tensor};
 
 /// z: any shape -> same shape, fp32.
 pub fn softcap(z: &Tensor, s: &Softcap) -> Tensor {
-    (z.to_kind(Kind::Float) / s.temperature).sigmoid() * s.cap
+    softcap_in(&z.to_kind(Kind::Float), s)
+}
+
+/// The same in z's own kind (upstream #37: bf16 in training).
+pub fn softcap_in(z: &Tensor, s: &Softcap) -> Tensor {
+    (z / s.temperature).sigmoid() * s.cap
 }

@@ -114,6 +114,7 @@ pub const REGISTRY: &[Technique] = &[
     technique("fp8_head", &[19, 21, 28], &["untied_head"]),
     technique("bf16_embeddings", &[18], &[]),
     technique("loss_over_padding", &[5], &[]),
+    technique("bf16_loss", &[37], &[]),
     technique("loader", &[26, 29], &["attn_layers", "val_seq_len"]),
     Technique { lab: Lab::ValTokens, ..technique("val_seq_len", &[29], &["loader"]) },
     Technique {
