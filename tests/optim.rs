@@ -97,7 +97,13 @@ fn newton_schulz_batches_per_matrix_and_transposes_tall_ones() {
 }
 
 fn muon_cfg(lr: f64, weight_decay: f64) -> MuonConfig {
-    MuonConfig { lr, weight_decay, ns_steps: 5, kind: Kind::Float }
+    MuonConfig {
+        lr,
+        weight_decay,
+        ns_steps: 5,
+        orthogonalizer: Default::default(),
+        kind: Kind::Float,
+    }
 }
 
 #[test]

@@ -4,4 +4,5 @@ pub mod dist_adam;
 pub mod muon;
 pub mod newton_schulz;
 pub mod optimizer;
+pub mod polar_express;
 pub mod schedule;

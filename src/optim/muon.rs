@@ -1,5 +1,5 @@
 //! Muon: SGD with Nesterov momentum whose update is orthogonalized by Newton–Schulz
-//! (record #3), distributed as in record #29.
+//! (record #3) or Polar Express (upstream #38), distributed as in record #29.
 //!
 //! Params of equal shape form a group; each group is walked in chunks of `world` params. Per
 //! chunk the ranks reduce-scatter the stacked local grads (Op::Avg), so rank r receives the
@@ -21,8 +21,10 @@
 //! smallest first) decide which rank orthogonalizes which matrix and how much padding the
 //! collectives carry, not the update, which is the same per parameter.
 use super::newton_schulz::orthogonalize;
+use super::polar_express;
 use crate::dist::{Collectives, Op};
 use crate::model::params::Param;
+use crate::recipe::Orthogonalizer;
 use anyhow::{bail, ensure, Context, Result};
 use tch::{Kind, Tensor};
 
@@ -32,6 +34,7 @@ pub struct MuonConfig {
     pub weight_decay: f64,
     /// Newton–Schulz iterations (5 upstream).
     pub ns_steps: usize,
+    pub orthogonalizer: Orthogonalizer,
     /// The kind Newton–Schulz computes in: bf16 on CUDA, fp32 on CPU.
     pub kind: Kind,
 }
@@ -144,7 +147,10 @@ impl Muon {
         let buf = self.bufs[i].get_or_insert_with(|| g.zeros_like());
         let _ = buf.lerp_(&g, 1.0 - momentum);
         let u = g.lerp(buf, momentum);
-        let o = orthogonalize(&u, self.cfg.ns_steps, self.cfg.kind);
+        let o = match self.cfg.orthogonalizer {
+            Orthogonalizer::NewtonSchulz => orthogonalize(&u, self.cfg.ns_steps, self.cfg.kind),
+            Orthogonalizer::PolarExpress => polar_express::orthogonalize(&u, self.cfg.kind),
+        };
         let eff_lr = lr * self.params[i].group.lr_mul * shape_factor;
         o.to_kind(self.params[i].tensor.kind()) * eff_lr
     }

@@ -51,6 +51,7 @@ impl Optimizer {
             lr: m.lr,
             weight_decay: m.weight_decay,
             ns_steps: m.ns_steps,
+            orthogonalizer: m.orthogonalizer,
             kind: compute,
         };
         Ok(Optimizer::MuonAdam {

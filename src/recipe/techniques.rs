@@ -132,6 +132,25 @@ pub struct Muon {
     pub momentum: f64,
     pub momentum_start: f64,
     pub momentum_warmup: u64,
+    /// How the update is orthogonalized: Newton–Schulz (#3) or Polar Express (#38).
+    #[serde(default, skip_serializing_if = "Orthogonalizer::is_newton_schulz")]
+    pub orthogonalizer: Orthogonalizer,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Orthogonalizer {
+    /// The fixed quintic (3.4445, -4.7750, 2.0315), `ns_steps` times.
+    #[default]
+    NewtonSchulz,
+    /// Five tuned quintics (src/optim/polar_express.rs); `ns_steps` is not read.
+    PolarExpress,
+}
+
+impl Orthogonalizer {
+    fn is_newton_schulz(&self) -> bool {
+        *self == Orthogonalizer::NewtonSchulz
+    }
 }
 
 /// Adam's per-tensor lr multipliers (upstream #24), on top of the recipe's `lr`.
