@@ -45,7 +45,7 @@ pub fn step(ctx: &Ctx) -> Result<Vec<Row>> {
         let step = (i * (r.steps + 1)).div_ceil(stages);
         let plan = schedule.at(step);
         let windows = plan.windows;
-        let fwd = Forward { docs: Some(seq.docs.clone()), windows, training: true };
+        let fwd = Forward { docs: Some(seq.docs.clone()), windows, yarn_window: 0, training: true };
         let ms = ctx.time_ms(|| {
             let loss = model.loss(&seq.x, &seq.y, &fwd)?;
             (&loss * grad_mult).f_backward()?;
@@ -106,7 +106,7 @@ pub fn eval(ctx: &Ctx) -> Result<Vec<Row>> {
     let seq = packed(ctx, r, n)?;
     let w = windows_of(r)?;
     let windows = w.sizes(r.steps, r.steps);
-    let fwd = Forward { docs: Some(seq.docs.clone()), windows, training: false };
+    let fwd = Forward { docs: Some(seq.docs.clone()), windows, yarn_window: 0, training: false };
     let mut loss = f64::NAN;
     shim::reset_peak(ctx.dev)?;
     // train.rs's evaluate: no_grad, the mean loss read back each call.

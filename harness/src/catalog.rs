@@ -14,6 +14,18 @@ pub const SERIES: [u32; 9] = [1, 29, 38, 46, 53, 54, 62, 63, 84];
 /// The speedrun's target: mean final val loss at or below 3.28 (upstream rule).
 pub const TARGET_VAL_LOSS: f64 = 3.28;
 
+/// The lab budget of the modern records: proportional to the official step count, with #29's
+/// 1,670 steps at 250 lab steps, so a record that trains fewer steps upstream trains fewer in
+/// the lab. Record #1 keeps its own budget (its era's target is its own).
+pub const LAB_STEPS_ANCHOR: (u32, u64, u64) = (29, 1670, 250);
+
+/// The `[lab] steps` the lab rule gives record `number` with `steps` official steps (rounded
+/// half up); None for the records before the anchor, which set their own.
+pub fn lab_steps_rule(number: u32, steps: u64) -> Option<u64> {
+    let (anchor, official, lab) = LAB_STEPS_ANCHOR;
+    (number >= anchor).then(|| (lab * steps + official / 2) / official)
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
@@ -24,7 +36,8 @@ pub struct Manifest {
     pub evidence: Evidence,
     pub recipe: toml::Table,
     pub lab: toml::Table,
-    /// Only in record #1's manifest: the lab-scale target every record is judged against.
+    /// In record #1's manifest (its own target) and #29's (the modern records' target): what
+    /// the lab judges a replay against, as upstream judges against 3.28.
     pub lab_target: Option<LabTarget>,
     #[serde(default)]
     pub notes: Vec<Note>,
@@ -33,8 +46,8 @@ pub struct Manifest {
     pub recipe_keys: Vec<(String, usize)>,
 }
 
-/// The val loss record #1 reaches at the end of the lab budget on the default corpus, as 3.28
-/// is what llm.c's baseline reached at full scale.
+/// The val loss a record reaches at the end of its lab budget on the default corpus: #1's for
+/// itself (as 3.28 is what llm.c's baseline reached at full scale), #29's for every later one.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LabTarget {
@@ -150,6 +163,20 @@ impl Manifest {
         {
             bail!("{p}: evidence holds a non-finite number");
         }
+        let lab_steps = self.lab.get("steps").and_then(|v| v.as_integer());
+        let Some(lab_steps) = lab_steps.and_then(|v| u64::try_from(v).ok()) else {
+            bail!("{p}: [lab] needs a positive integer `steps`: the record's lab budget");
+        };
+        if let Some(want) = lab_steps_rule(r.number, r.steps) {
+            let (anchor, official, lab) = LAB_STEPS_ANCHOR;
+            if lab_steps != want {
+                bail!(
+                    "{p}: [lab] steps = {lab_steps}, but the lab rule gives {want}: \
+                     {lab} x {} official steps / {official} (#{anchor}), rounded",
+                    r.steps
+                );
+            }
+        }
         for n in &self.notes {
             if n.line == 0 {
                 bail!("{p}: note on {} has line 0; lines count from 1", n.file);
@@ -236,9 +263,18 @@ impl Catalog {
         })
     }
 
-    /// The lab-scale target (from record #1's manifest).
-    pub fn lab_target(&self) -> Result<&LabTarget> {
-        self.get(1)?.lab_target.as_ref().context("records/01.toml has no [lab_target] table")
+    /// The lab target record `n` is judged against, and the record that set it: the
+    /// `[lab_target]` of the newest record at or before `n` that has one (#1 for itself, #29
+    /// for the modern records).
+    pub fn lab_target_of(&self, n: u32) -> Result<(&LabTarget, u32)> {
+        self.records
+            .iter()
+            .rev()
+            .filter(|m| m.record.number <= n)
+            .find_map(|m| m.lab_target.as_ref().map(|t| (t, m.record.number)))
+            .with_context(|| {
+                format!("no [lab_target] in records/01.toml or a later manifest up to #{n}")
+            })
     }
 
     /// The newest record that loaded: its trainer is `src/` at HEAD.

@@ -75,3 +75,36 @@ fn manifest_with_an_unknown_field_is_rejected() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("hardwear"), "{err}");
 }
+
+/// The lab rule: a modern record's lab budget is its official steps x 250/1,670 (rounded), and
+/// a manifest that says otherwise is refused by name; #1 keeps its own.
+#[test]
+fn lab_budgets_follow_the_official_steps() {
+    use records::catalog::lab_steps_rule;
+    let budgets: Vec<(u32, u64)> = [(38, 1670), (46, 2160), (53, 1920), (54, 1880), (62, 1600)]
+        .into_iter()
+        .chain([(63, 1575), (84, 1485)])
+        .map(|(n, steps)| (n, lab_steps_rule(n, steps).unwrap()))
+        .collect();
+    let want = [(38, 250), (46, 323), (53, 287), (54, 281), (62, 240), (63, 236), (84, 222)];
+    assert_eq!(budgets, want, "the issue's table");
+    assert_eq!(lab_steps_rule(1, 19560), None, "#1 sets its own");
+    let root = root_with_real_manifests();
+    let path = root.path().join("records/38.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lab = text.find("\n[lab]\n").unwrap();
+    let bad = format!("{}{}", &text[..lab], text[lab..].replacen("steps = 250", "steps = 300", 1));
+    std::fs::write(&path, bad).unwrap();
+    let err = String::from_utf8_lossy(&records(root.path(), &["show", "38"]).stderr).to_string();
+    assert!(err.contains("38.toml: [lab] steps = 300, but the lab rule gives 250"), "{err}");
+}
+
+/// #1 is judged against its own lab target, every later record against #29's.
+#[test]
+fn each_era_has_its_lab_target() {
+    let catalog = records::catalog::Catalog::load(repo()).unwrap();
+    let (t1, from1) = catalog.lab_target_of(1).unwrap();
+    let (t38, from38) = catalog.lab_target_of(38).unwrap();
+    assert_eq!((from1, from38, catalog.lab_target_of(29).unwrap().1), (1, 29, 29));
+    assert!(t38.val_loss < t1.val_loss, "{} vs {}", t38.val_loss, t1.val_loss);
+}

@@ -106,8 +106,11 @@ pub fn run(args: Args) -> Result<()> {
     let cuda = args.gpus.is_some();
     let lab =
         args.scale.unwrap_or(if cuda { ScaleArg::Full } else { ScaleArg::Lab }) == ScaleArg::Lab;
-    let (scale, target) =
-        if lab { ("lab", catalog.lab_target()?.val_loss) } else { ("full", TARGET_VAL_LOSS) };
+    let (scale, target) = if lab {
+        ("lab", catalog.lab_target_of(args.record)?.0.val_loss)
+    } else {
+        ("full", TARGET_VAL_LOSS)
+    };
     if args.nnodes > 1 && args.master_addr.is_none() {
         anyhow::bail!("--master-addr is needed with --nnodes {}: rank 0's host", args.nnodes);
     }
@@ -122,7 +125,7 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(vocab) = vocab_size(m, lab) {
         corpora::check_token_ids(&data, vocab)?;
     }
-    let steps = args.steps.unwrap_or(if lab { lab_budget(m)? } else { m.record.steps });
+    let steps = args.steps.unwrap_or(if lab { lab_budget(m) } else { m.record.steps });
     // Upstream's rule: a record must beat its parent re-timed on the same hardware.
     let parent = match args.baseline {
         true => {
@@ -270,11 +273,9 @@ impl RunContext {
 }
 
 /// The lab step budget from the manifest's `[lab]` table.
-fn lab_budget(m: &Manifest) -> Result<u64> {
-    let steps = m.lab.get("steps").and_then(|v| v.as_integer());
-    let steps =
-        steps.with_context(|| format!("{}: [lab] has no integer `steps`", m.path.display()))?;
-    Ok(steps as u64)
+/// The record's lab budget (`Manifest::load` checked it is a positive integer).
+fn lab_budget(m: &Manifest) -> u64 {
+    m.lab.get("steps").and_then(|v| v.as_integer()).map_or(0, |s| s as u64)
 }
 
 /// The recipe's `vocab_size` (the `[lab]` table's at lab scale), when it has one.

@@ -21,20 +21,23 @@ use std::path::Path;
 const FIGURE: (u32, u32) = (600, 380);
 const SPARK: (u32, u32) = (150, 44);
 
-/// Every record's replays on this machine, and the lab target they are judged against.
+/// Every record's replays on this machine, and the lab target each is judged against.
 pub struct Replays {
     by_record: BTreeMap<u32, Vec<Replay>>,
-    lab_target: Option<f64>,
+    lab_targets: BTreeMap<u32, f64>,
 }
 
 impl Replays {
     pub fn load(catalog: &Catalog, results: &Path) -> Result<Replays> {
-        let mut by_record = BTreeMap::new();
+        let (mut by_record, mut lab_targets) = (BTreeMap::new(), BTreeMap::new());
         for m in catalog.records() {
             let n = m.record.number;
             by_record.insert(n, replays::of_record(results, n)?);
+            if let Ok((t, _)) = catalog.lab_target_of(n) {
+                lab_targets.insert(n, t.val_loss);
+            }
         }
-        Ok(Replays { by_record, lab_target: catalog.lab_target().ok().map(|t| t.val_loss) })
+        Ok(Replays { by_record, lab_targets })
     }
 
     fn of(&self, n: u32) -> &[Replay] {
@@ -193,7 +196,7 @@ pub fn record(
     }
     for lab in [true, false] {
         for x in [XAxis::Step, XAxis::Seconds] {
-            if let Some(c) = Chart::ours(n, ours, lab, replays.lab_target, x) {
+            if let Some(c) = Chart::ours(n, ours, lab, replays.lab_targets.get(&n).copied(), x) {
                 figures.push(svg::figure(&c, FIGURE)?);
             }
         }
