@@ -248,12 +248,11 @@ fn decode_words(value: &str) -> String {
     let mut rest = value;
     let mut after_word = false;
     while let Some(start) = rest.find("=?") {
-        let Some((word, tail)) = rest[start + 2..].split_once("?=") else {
-            break;
-        };
-        let mut parts = word.splitn(3, '?');
-        let (_, enc, text) = (parts.next(), parts.next(), parts.next());
-        let (Some(enc), Some(text)) = (enc, text) else {
+        // charset?encoding?text?= : the text may itself start with '=' ("=23" is '#'), so the
+        // closing "?=" is looked for only after the second '?'.
+        let mut parts = rest[start + 2..].splitn(3, '?');
+        let (_, enc, body) = (parts.next(), parts.next(), parts.next());
+        let (Some(enc), Some((text, tail))) = (enc, body.and_then(|b| b.split_once("?="))) else {
             break;
         };
         if !enc.eq_ignore_ascii_case("q") {
@@ -385,6 +384,8 @@ mod tests {
     fn decodes_and_encodes_header_words() {
         assert_eq!(decode_words("=?UTF-8?q?J=C3=BCrgen_M?= <j@x.org>"), "Jürgen M <j@x.org>");
         assert_eq!(decode_words("=?UTF-8?q?a?= =?UTF-8?q?b?="), "ab");
+        let subject = "=?UTF-8?q?=2338=3A_Polar_Express_replaces_Newton=E2=80=93Schulz?=";
+        assert_eq!(decode_words(subject), "#38: Polar Express replaces Newton–Schulz");
         assert_eq!(decode_words(&encode_word("Jürgen <j@x.org>")), "Jürgen <j@x.org>");
         assert_eq!(split_patch_tag("[PATCH v2 2/3] Tune lr"), ("Tune lr".into(), Some((2, 3))));
         assert_eq!(split_patch_tag("[PATCH] x"), ("x".into(), Some((1, 1))));
