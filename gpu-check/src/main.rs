@@ -29,7 +29,7 @@ mod packed;
 #[cfg(feature = "cuda")]
 mod record1;
 #[cfg(feature = "cuda")]
-mod record29;
+mod record_step;
 #[cfg(any(feature = "cuda", test))]
 mod table;
 #[cfg(feature = "cuda")]
@@ -107,7 +107,7 @@ fn run(args: &Args) -> anyhow::Result<bool> {
         format!("libtorch 2.11.0 (tch 0.24); cuDNN {}", tch::Cuda::cudnn_is_available()),
     )];
     type Check = (&'static str, fn(&Ctx) -> anyhow::Result<Vec<Row>>);
-    let checks: [Check; 13] = [
+    let checks: [Check; 15] = [
         ("flash fwd: dense causal", attention::dense),
         ("flash fwd: causal window 64", attention::window),
         ("flash fwd: varlen documents", attention::varlen),
@@ -117,8 +117,10 @@ fn run(args: &Args) -> anyhow::Result<bool> {
         ("record #1 full shape", record1::check),
         ("AdamW over record #1's params", adamw::check),
         ("CUDA graph: one lab-size step", graphs::check),
-        ("record #29, 1 GPU, one rank's batch", record29::step),
-        ("record #29 eval forward, 262,144 tokens", record29::eval),
+        ("record #29, 1 GPU, one rank's batch", record_step::step_29),
+        ("record #29 eval forward, 262,144 tokens", record_step::eval_29),
+        ("record #38, 1 GPU, one rank's batch", record_step::step_38),
+        ("record #38 eval forward, 262,144 tokens", record_step::eval_38),
         ("FP8 head vs bf16", fp8::check),
         ("Muon Newton–Schulz (bf16)", newton_schulz::check),
     ];

@@ -1,6 +1,7 @@
-//! Record #29 at full shape on one GPU: one rank's training step at each window stage
-//! (throughput, peak memory) and the 262,144-token eval forward.
-use crate::model::{build, Model, RECORD_29};
+//! A modern record at full shape on one GPU: one rank's training step at each window stage
+//! (throughput, peak memory) and the 262,144-token eval forward at the final validation's
+//! windows.
+use crate::model::{build, Manifest, Model, RECORD_29, RECORD_38};
 use crate::packed::packed;
 use crate::table::{Row, Status};
 use crate::util::{commas, guarded, loss_span, peak_memory, Ctx, WARMUP};
@@ -22,13 +23,36 @@ struct Stage {
     ms: f64,
 }
 
+/// A record the check times: its number, manifest and upstream's ms/step on 8xH100 (the logs'
+/// step_avg) with what upstream ran it with.
+type Record = (u32, Manifest, f64, &'static str);
+
+const R29: Record = (29, RECORD_29, 98.1, "FA3, torch.compile, Triton NS");
+const R38: Record = (38, RECORD_38, 88.97, "FA3, torch.compile, Triton Polar Express");
+
 fn windows_of(r: &Recipe) -> Result<&Windows> {
-    r.windows.as_ref().context("records/29.toml has no window schedule")
+    r.windows.as_ref().context("the record has no window schedule")
+}
+
+pub fn step_29(ctx: &Ctx) -> Result<Vec<Row>> {
+    step(ctx, R29)
+}
+
+pub fn step_38(ctx: &Ctx) -> Result<Vec<Row>> {
+    step(ctx, R38)
+}
+
+pub fn eval_29(ctx: &Ctx) -> Result<Vec<Row>> {
+    eval(ctx, R29)
+}
+
+pub fn eval_38(ctx: &Ctx) -> Result<Vec<Row>> {
+    eval(ctx, R38)
 }
 
 /// One rank's training step (8 ranks upstream) on one GPU at each window stage.
-pub fn step(ctx: &Ctx) -> Result<Vec<Row>> {
-    let Model { _vs, model, params, recipe: r } = build(ctx, RECORD_29, Scale::Full)?;
+fn step(ctx: &Ctx, (n, manifest, upstream_ms, how): Record) -> Result<Vec<Row>> {
+    let Model { _vs, model, params, recipe: r } = build(ctx, manifest, Scale::Full)?;
     let per_rank = r.batch_tokens / r.reference_ranks.max(1); // 49,152
     let seq = packed(ctx, &r, per_rank)?;
     let mut coll = dist::init(&RankEnv::single(), ctx.dev)?;
@@ -44,8 +68,8 @@ pub fn step(ctx: &Ctx) -> Result<Vec<Row>> {
         // The first step of stage i: ws(step) = schedule[stages·step / (1 + steps)].
         let step = (i * (r.steps + 1)).div_ceil(stages);
         let plan = schedule.at(step);
-        let windows = plan.windows;
-        let fwd = Forward { docs: Some(seq.docs.clone()), windows, yarn_window: 0, training: true };
+        let (windows, yarn_window) = (plan.windows, plan.yarn_window);
+        let fwd = Forward { docs: Some(seq.docs.clone()), windows, yarn_window, training: true };
         let ms = ctx.time_ms(|| {
             let loss = model.loss(&seq.x, &seq.y, &fwd)?;
             (&loss * grad_mult).f_backward()?;
@@ -61,12 +85,11 @@ pub fn step(ctx: &Ctx) -> Result<Vec<Row>> {
     let tokens = commas(per_rank);
     Ok(vec![
         Row::new(
-            format!("record #29, 1 GPU, one rank's batch: step at ws {ws}"),
+            format!("record #{n}, 1 GPU, one rank's batch: step at ws {ws}"),
             format!("{} ms/step", join(&|t| format!("{:.1}", t.ms))),
             format!(
-                "upstream 98.1 ms/step on 8xH100 (each rank this batch; FA3, torch.compile, \
-                 Triton NS); this is one rank's work with no communication (world 1, the \
-                 single backend). Step = fwd (FP8 head) + bwd of the summed loss + \
+                "upstream {upstream_ms} ms/step on 8xH100 (each rank this batch; {how}); this \
+                 is one rank's work with no communication (world 1, the single backend). Step = fwd (FP8 head) + bwd of the summed loss + \
                  Optimizer::step (DistAdam + Muon) + zero grads on one packed sequence of \
                  {tokens} random tokens in {} documents (≤ {}, cu_seqlens padded to {}); \
                  steps {} of {} give the windows {} (long/short); mean of {} steps after \
@@ -82,31 +105,33 @@ pub fn step(ctx: &Ctx) -> Result<Vec<Row>> {
             ),
         ),
         Row::new(
-            format!("record #29 throughput at ws {ws}"),
+            format!("record #{n} throughput at ws {ws}"),
             format!("{} tokens/s", join(&|t| format!("{:.0}", per_rank as f64 / (t.ms / 1e3)))),
             format!(
-                "{tokens} tokens per step; upstream 393,216 tokens in 98.1 ms = 4.0M tokens/s \
-                 on 8 GPUs, 501k per GPU"
+                "{tokens} tokens per step; upstream 393,216 tokens in {upstream_ms} ms on 8 GPUs \
+                 = {:.0}k tokens/s per GPU",
+                393_216.0 / 8.0 / upstream_ms
             ),
         ),
         Row::new(
-            "record #29 peak memory",
+            format!("record #{n} peak memory"),
             mem,
-            "caching allocator peaks over the steps at every ws (shim memory_stats); \
-             upstream logs ≈ 34,222 MiB allocated, ≈ 49,500 MiB reserved per rank",
+            "caching allocator peaks over the steps at every ws (shim memory_stats); upstream \
+             logs per rank: #29 ≈ 34,222 MiB allocated, ≈ 49,500 reserved; #38 ≈ 30,724 \
+             allocated, ≈ 45,700 reserved",
         ),
     ])
 }
 
 /// The validation forward: one rank's 262,144 tokens, bf16 head, at the final eval's windows.
-pub fn eval(ctx: &Ctx) -> Result<Vec<Row>> {
-    let m = build(ctx, RECORD_29, Scale::Full)?;
+fn eval(ctx: &Ctx, (number, manifest, ..): Record) -> Result<Vec<Row>> {
+    let m = build(ctx, manifest, Scale::Full)?;
     let r = &m.recipe;
-    let n = r.val_seq_len.context("records/29.toml has no val_seq_len")?;
+    let n = r.val_seq_len.context("the record has no val_seq_len")?;
     let seq = packed(ctx, r, n)?;
-    let w = windows_of(r)?;
-    let windows = w.sizes(r.steps, r.steps);
-    let fwd = Forward { docs: Some(seq.docs.clone()), windows, yarn_window: 0, training: false };
+    let plan = Schedule::new(r).at(r.steps);
+    let (windows, yarn_window) = (plan.windows, plan.yarn_window);
+    let fwd = Forward { docs: Some(seq.docs.clone()), windows, yarn_window, training: false };
     let mut loss = f64::NAN;
     shim::reset_peak(ctx.dev)?;
     // train.rs's evaluate: no_grad, the mean loss read back each call.
@@ -119,15 +144,11 @@ pub fn eval(ctx: &Ctx) -> Result<Vec<Row>> {
     let mem = peak_memory(ctx)?;
     let logits_gb = (n * r.padded_vocab_size * 4) as f64 / 1e9;
     let what = format!(
-        "one sequence, {} documents, training=false (bf16 head), no_grad, ws {} (windows \
-         {}/{}, the final eval's); the logits [{n}, {}] are {logits_gb:.1} GB in fp32",
-        seq.n_docs,
-        w.ws(r.steps, r.steps),
-        windows.0,
-        windows.1,
-        r.padded_vocab_size
+        "one sequence, {} documents, training=false (bf16 head), no_grad, windows {}/{} (the \
+         final eval's); the logits [{n}, {}] are {logits_gb:.1} GB in fp32",
+        seq.n_docs, windows.0, windows.1, r.padded_vocab_size
     );
-    let check = format!("record #29 eval forward, {} tokens", commas(n));
+    let check = format!("record #{number} eval forward, {} tokens", commas(n));
     Ok(vec![match ms {
         Ok(ms) => Row::new(
             check,
