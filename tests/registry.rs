@@ -86,7 +86,7 @@ fn every_step_based_key_has_a_lab_mapping() {
             }
         }
     }
-    for n in [1, 29] {
+    for n in [1, 29, 38] {
         let m: toml::Table = toml::from_str(&manifest(n)).unwrap();
         let mut lab: Vec<&str> = m["lab"].as_table().unwrap().keys().map(String::as_str).collect();
         let mut table: Vec<&str> =
@@ -97,12 +97,20 @@ fn every_step_based_key_has_a_lab_mapping() {
     }
 }
 
+/// Each record turns on exactly the techniques of its era: those whose first upstream record is
+/// at or before it (#38, the newest, has them all).
 #[test]
-fn record_1_has_no_technique_on_and_29_has_them_all() {
+fn record_1_has_no_technique_on_and_each_record_those_of_its_era() {
     assert!(record(1, Scale::Full).techniques_on().unwrap().is_empty());
-    let on = record(29, Scale::Lab).techniques_on().unwrap();
-    let all: Vec<&str> = REGISTRY.iter().filter(|t| t.is_technique()).map(|t| t.key).collect();
-    assert_eq!(on, all);
+    for n in [29, 38] {
+        let on = record(n, Scale::Lab).techniques_on().unwrap();
+        let era: Vec<&str> = REGISTRY
+            .iter()
+            .filter(|t| t.is_technique() && t.records[0] <= n)
+            .map(|t| t.key)
+            .collect();
+        assert_eq!(on, era, "record #{n}");
+    }
 }
 
 /// A combination the model cannot run fails when the recipe is read, naming both keys.
