@@ -30,10 +30,11 @@ pub struct Docs {
     max_len: i64,
     /// The SDPA path's query blocks with their masks, built once per (causal, window, device)
     /// and shared by every layer and clone that attends over these documents.
-    blocks: Arc<Mutex<Vec<(BlockKey, Arc<[Block]>)>>>,
+    blocks: BlockCache,
 }
 
 type BlockKey = (bool, Option<i64>, Device);
+type BlockCache = Arc<Mutex<Vec<(BlockKey, Arc<[Block]>)>>>;
 
 /// Queries `qs..qe` against keys `lo..hi`, and which of those pairs may attend.
 #[derive(Debug)]
