@@ -39,11 +39,27 @@ pub struct Manifest {
     /// In record #1's manifest (its own target) and #29's (the modern records' target): what
     /// the lab judges a replay against, as upstream judges against 3.28.
     pub lab_target: Option<LabTarget>,
+    /// The upstream records in this record's span (#30 ... #38 for #38), oldest first: each
+    /// commit of the patch ports one, and `records review` credits it.
+    #[serde(default)]
+    pub upstream: Vec<Upstream>,
     #[serde(default)]
     pub notes: Vec<Note>,
     /// Every key path of `[recipe]` (`lr`, `rotary.base`) and its line, for [`recipe_keys`].
     #[serde(skip)]
     pub recipe_keys: Vec<(String, usize)>,
+}
+
+/// One upstream record inside a record's span, as upstream's record table gives it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Upstream {
+    pub number: u32,
+    pub pr: u32,
+    pub title: String,
+    pub authors: Vec<String>,
+    pub date: String,
+    pub time_text: String,
 }
 
 /// The val loss a record reaches at the end of its lab budget on the default corpus: #1's for
@@ -176,6 +192,20 @@ impl Manifest {
                     r.steps
                 );
             }
+        }
+        if let Some(w) = self.upstream.windows(2).find(|w| w[1].number <= w[0].number) {
+            bail!(
+                "{p}: [[upstream]] #{} comes after #{}; list them oldest first",
+                w[1].number,
+                w[0].number
+            );
+        }
+        if let Some(u) = self.upstream.iter().find(|u| u.number > r.number) {
+            bail!(
+                "{p}: [[upstream]] #{} is newer than the record itself (#{})",
+                u.number,
+                r.number
+            );
         }
         for n in &self.notes {
             if n.line == 0 {

@@ -40,8 +40,8 @@ pub fn render(root: &Path, n: u32, format: Format, paint: Paint) -> Result<Strin
     if commits.is_empty() {
         writeln!(out, "Record #{n} is the base of the series: it has no patch.\n")?;
     }
-    let credit = upstream_credit(m);
     for (k, (c, files)) in commits.iter().zip(&parsed).enumerate() {
+        let credit = upstream_credit(m, &c.subject);
         commit_view(&mut out, (k, commits.len(), &credit), c, files, &placed, md, paint);
     }
     if !loose.is_empty() {
@@ -131,8 +131,16 @@ fn header(out: &mut String, m: &Manifest, parent: Option<&Manifest>, md: bool, p
     out.push('\n');
 }
 
-/// Whose change a commit ports: `record #29 · upstream PR #118 by @varunneal, 2025-09-03`.
-fn upstream_credit(m: &Manifest) -> String {
+/// Whose change a commit ports: the upstream record its subject names (`#31: ...`) when the
+/// manifest lists it (`upstream #31 · PR #122 by @classiclarryd, 09/10/25, 2.656 minutes`),
+/// else the record's own: `record #29 · upstream PR #118 by @varunneal, 2025-09-03`.
+fn upstream_credit(m: &Manifest, subject: &str) -> String {
+    let named =
+        subject.strip_prefix('#').and_then(|s| s.split_once(':')).and_then(|(n, _)| n.parse().ok());
+    if let Some(u) = m.upstream.iter().find(|u| Some(u.number) == named) {
+        let (pr, by) = (u.pr, u.authors.join(", "));
+        return format!("upstream #{} · PR #{pr} by {by}, {}, {}", u.number, u.date, u.time_text);
+    }
     let r = &m.record;
     let source = match r.pr {
         Some(pr) => format!("upstream PR #{pr}"),

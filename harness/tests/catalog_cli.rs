@@ -108,3 +108,21 @@ fn each_era_has_its_lab_target() {
     assert_eq!((from1, from38, catalog.lab_target_of(29).unwrap().1), (1, 29, 29));
     assert!(t38.val_loss < t1.val_loss, "{} vs {}", t38.val_loss, t1.val_loss);
 }
+
+/// #38's manifest lists the nine upstream records of its span; `show` prints a line for each
+/// and `review` credits each commit to its own upstream record.
+#[test]
+fn the_upstream_records_of_a_span_are_listed_and_credited() {
+    let root = root_with_real_manifests();
+    let text = String::from_utf8_lossy(&records(root.path(), &["show", "38"]).stdout).to_string();
+    assert!(text.contains("#30  2025-09-05  2.717 minutes  PR #120 by @EmelyanenkoK"), "{text}");
+    assert!(text.contains("#38  2025-09-29  2.476 minutes  PR #134 by @varunneal"), "{text}");
+    let review = Command::new(env!("CARGO_BIN_EXE_records"))
+        .args(["review", "38", "--no-pager"])
+        .env("RECORDS_ROOT", repo())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&review.stdout);
+    assert!(text.contains("upstream #34 · PR #130 by @classiclarryd, 2025-09-18"), "{text}");
+    assert_eq!(text.matches("\n  upstream #").count(), 9, "one credit per commit");
+}

@@ -40,6 +40,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     println!("  logs          {}", r.upstream_folder);
     println!("\n{}", r.claim.trim());
+    if !m.upstream.is_empty() {
+        println!("\nupstream records in this step (official times on 8xH100):");
+        for u in &m.upstream {
+            let by = u.authors.join(", ");
+            println!("  #{:<3} {}  {}  PR #{} by {by}", u.number, u.date, u.time_text, u.pr);
+            println!("        {}", u.title);
+        }
+    }
     let e = &m.evidence;
     if !e.val_losses.is_empty() {
         let losses: Vec<String> = e.val_losses.iter().map(|&x| figures::loss(x)).collect();
