@@ -2,13 +2,16 @@
 //! them (the series view), the recipe diff of their manifests, and the code diff of their trees.
 //! Either order works; from a newer record to an older one the commits are listed as undone.
 use crate::catalog::{Catalog, Manifest};
+use crate::figures;
+use crate::replays::{self, Replay};
 use crate::series::{apply, tree, Series};
+use crate::table::{Format, Table};
 use anyhow::Result;
 use similar::{ChangeTag, TextDiff};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Which parts to print.
+/// Which parts to print (the facts side by side always come first).
 #[derive(Debug, Clone, Copy)]
 pub struct Parts {
     pub series: bool,
@@ -173,6 +176,8 @@ pub fn render(root: &Path, a: u32, b: u32, parts: Parts, paint: Paint) -> Result
         "records diff #{a} → #{b}\n  #{a}: {}\n  #{b}: {}\n",
         ma.record.title, mb.record.title
     ));
+    out.push('\n');
+    out.push_str(&facts_view(root, ma, mb)?);
     let need_trees = parts.code || parts.series;
     let (old, new) = if need_trees {
         let repo = apply::scratch_repo()?;
@@ -213,6 +218,84 @@ pub fn render(root: &Path, a: u32, b: u32, parts: Parts, paint: Paint) -> Result
     Ok(out)
 }
 
+/// The two records side by side: upstream's facts, and this machine's newest lab replay of
+/// each when there is one (final val loss and train time, ours).
+fn facts_view(root: &Path, a: &Manifest, b: &Manifest) -> Result<String> {
+    let (ra, rb) = (&a.record, &b.record);
+    let change = |x: f64, y: f64, f: fn(f64) -> String| {
+        format!("{} ({})", f(y - x), figures::pct_delta(100.0 * (y - x) / x))
+    };
+    let head =
+        [String::new(), format!("#{}", ra.number), format!("#{}", rb.number), "change".into()];
+    let mut t = Table::new(head).left(3);
+    let time = |r: &crate::catalog::RecordFacts| {
+        format!("{} ({})", r.official_time_text, figures::secs(r.official_time_s))
+    };
+    t.row([
+        "official time (8xH100)".into(),
+        time(ra),
+        time(rb),
+        change(ra.official_time_s, rb.official_time_s, figures::secs_delta),
+    ]);
+    t.row([
+        "steps".into(),
+        ra.steps.to_string(),
+        rb.steps.to_string(),
+        change(ra.steps as f64, rb.steps as f64, figures::count_delta),
+    ]);
+    t.row([
+        "tokens".into(),
+        format!("{:.1}M", ra.tokens as f64 / 1e6),
+        format!("{:.1}M", rb.tokens as f64 / 1e6),
+        change(ra.tokens as f64, rb.tokens as f64, figures::millions_delta),
+    ]);
+    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    if let (Some(x), Some(y)) = (mean(&a.evidence.val_losses), mean(&b.evidence.val_losses)) {
+        let n = |m: &Manifest| m.evidence.val_losses.len();
+        t.row([
+            "official mean val loss".into(),
+            format!("{} ({} logs)", figures::loss(x), n(a)),
+            format!("{} ({} logs)", figures::loss(y), n(b)),
+            figures::loss_delta(y - x),
+        ]);
+    }
+    t.row(["date".into(), ra.date.clone(), rb.date.clone(), String::new()]);
+    let results = crate::paths::results_dir(root);
+    let (la, lb) = (newest_lab(&results, ra.number)?, newest_lab(&results, rb.number)?);
+    if la.is_some() || lb.is_some() {
+        let cell = |r: &Option<Replay>, f: &dyn Fn(&crate::verdict::Verdict) -> Option<String>| {
+            r.as_ref().and_then(|r| r.verdict.as_ref()).and_then(f).unwrap_or("not replayed".into())
+        };
+        let loss = |v: &crate::verdict::Verdict| {
+            let mark = if v.reached { "reached" } else { "NOT REACHED" };
+            v.loss.as_ref().map(|l| {
+                format!("{} ({mark} {})", figures::loss(l.mean), figures::loss(v.target_loss))
+            })
+        };
+        let time = |v: &crate::verdict::Verdict| {
+            v.time_s.as_ref().map(|t| format!("{} / {} steps", figures::secs(t.mean), v.steps))
+        };
+        t.row([
+            "ours, lab: final val loss".into(),
+            cell(&la, &loss),
+            cell(&lb, &loss),
+            String::new(),
+        ]);
+        t.row(["ours, lab: train time".into(), cell(&la, &time), cell(&lb, &time), String::new()]);
+    }
+    let mut out = t.render(Format::Text);
+    if la.is_some() || lb.is_some() {
+        out.push_str("  ours, lab: the newest lab replay on this machine (records replay N); its times are not comparable with the official ones\n");
+    }
+    Ok(out)
+}
+
+/// The newest lab-scale replay of record `n` that has a verdict.
+fn newest_lab(results: &Path, n: u32) -> Result<Option<Replay>> {
+    let all = replays::of_record(results, n)?;
+    Ok(all.into_iter().rev().find(|r| r.lab && r.verdict.is_some()))
+}
+
 /// The commits between the two records, with titles and line counts; from newer to older they
 /// are listed newest first as undone (their counts swapped).
 fn series_view(catalog: &Catalog, series: &Series, a: u32, b: u32, paint: Paint) -> Result<String> {
@@ -247,10 +330,18 @@ fn series_view(catalog: &Catalog, series: &Series, a: u32, b: u32, paint: Paint)
         if !forward {
             commits.reverse();
         }
+        let upstream = &catalog.get(r.number)?.upstream;
         for (k, (c, &(ca, cd))) in commits {
             let (ca, cd) = if forward { (ca, cd) } else { (cd, ca) };
+            // The upstream record the commit ports, when the manifest lists it: its time.
+            let named = c.subject.strip_prefix('#').and_then(|s| s.split_once(':'));
+            let named = named.and_then(|(n, _)| n.parse::<u32>().ok());
+            let when = upstream
+                .iter()
+                .find(|u| Some(u.number) == named)
+                .map_or(String::new(), |u| format!("  [{}, PR #{}]", u.time_text, u.pr));
             out.push_str(&format!(
-                "       {}/{} {}  {} {}\n",
+                "       {}/{} {}  {} {}{when}\n",
                 k + 1,
                 r.commits.len(),
                 c.subject,

@@ -72,6 +72,16 @@ pub fn loss_test(t: &TTest, target: f64) -> String {
 }
 
 /// Rust prints `-`; text for people gets the minus sign U+2212.
+/// A signed whole difference: `+490`.
+pub fn count_delta(x: f64) -> String {
+    minus(format!("{x:+.0}"))
+}
+
+/// A signed difference in millions: `−85.3M`.
+pub fn millions_delta(x: f64) -> String {
+    minus(format!("{:+.1}M", x / 1e6))
+}
+
 fn minus(s: String) -> String {
     s.replace('-', "\u{2212}")
 }

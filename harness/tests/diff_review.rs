@@ -185,3 +185,16 @@ fn review_markdown_and_the_base_record() {
     assert!(text.contains("src/old.rs (deleted)  +0 -1"), "{text}");
     assert!(text.contains("-pub fn unused() {}"), "{text}");
 }
+
+/// The facts come first, side by side with the change; our lab rows appear only once a record
+/// has been replayed here.
+#[test]
+fn diff_puts_the_facts_side_by_side() {
+    let f = Fixture::new();
+    let text = run_ok(&f, &["diff", "1", "29", "--recipe"]);
+    let row = text.lines().find(|l| l.contains("official time (8xH100)")).expect(&text);
+    assert!(row.contains("(180.0 s)") && row.contains("(170.0 s)"), "{row}");
+    assert!(row.contains("−10.0 s (−5.6%)"), "{row}");
+    assert!(text.lines().any(|l| l.contains("official mean val loss")), "{text}");
+    assert!(!text.contains("ours, lab"), "nothing replayed in the fixture: {text}");
+}
