@@ -7,7 +7,8 @@
 #     (fwd with the FP8 head, bwd, DistAdam + Muon, zero grads), tokens/s, peak memory;
 #   - record #29's eval forward over 262,144 tokens (bf16 head): ms/call, peak memory;
 #   - the FP8 head against bf16 at [49152, 768] x [50304, 768]: relative errors, ms fwd+bwd;
-#   - Muon's Newton-Schulz (bf16) on [768, 3072] and [4, 768, 768]: ms/call, singular values.
+#   - Muon's Newton-Schulz (bf16) on [768, 3072] and [4, 768, 768]: ms/call, singular values;
+#   - then `records profile` of #29's trace at full shape: where the time of a step goes.
 #
 # Build on any machine (no GPU needed) and carry target/release/gpu-check along:
 #     cargo build --release -p gpu-check --features cuda
@@ -71,6 +72,23 @@ RC=${PIPESTATUS[0]}
 if [ "$RC" = 124 ]; then
   echo "gpu-check timed out after ${LIMIT}s; the rows finished so far:"
   [ -f "$TABLE" ] && cat "$TABLE"
+fi
+# Where the time goes in #29 at full shape on one GPU: the CUDA trainer traces its last 3 of 5
+# steps and the CLI summarises the trace (kernel time by category). Needs TRAIN_BIN (built with
+# --features cuda), RECORDS_BIN and FineWeb shards in DATA; skipped when one is missing.
+TRAIN_BIN=${TRAIN_BIN:-$ROOT/target/release/train}
+RECORDS_BIN=${RECORDS_BIN:-$ROOT/target/release/records}
+DATA=${DATA:-$ROOT/data/fineweb10B}
+echo "== profile of #29 (full shape, 1 GPU)"
+if [ -x "$TRAIN_BIN" ] && [ -x "$RECORDS_BIN" ] && ls "$DATA"/*_val_*.bin >/dev/null 2>&1; then
+  timeout 300 "$TRAIN_BIN" --manifest "$ROOT/records/29.toml" --scale full --data "$DATA" \
+      --steps 5 --profile "$RESULTS/profile-29" --profile-steps 3 --out "$RESULTS/train-29" \
+      >"$RESULTS/profile-29.log" 2>&1 \
+    && "$RECORDS_BIN" profile 29 --trace "$RESULTS/profile-29/trace-rank0.json" --format md \
+      | tee "$RESULTS/profile-29.md" \
+    || echo "profile of #29 failed: see $RESULTS/profile-29.log"
+else
+  echo "skipped: needs $TRAIN_BIN (--features cuda), $RECORDS_BIN and FineWeb shards in $DATA"
 fi
 echo "exit: $RC (0: every check passed; 1: a row says error/FAIL/skipped; 2: could not run)"
 echo "table: $TABLE"

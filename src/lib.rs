@@ -6,12 +6,14 @@
 //! - `data`: batches from FineWeb-format shards.
 //! - `dist`: data-parallel ranks: the rank environment and collectives.
 //! - `shim`: what tch lacks (flash attention, fused AdamW, profiler, c10d), via a C++ shim.
-//! - `train`: the loop, timing and validation; `runlog`: what a run writes.
+//! - `train`: the loop, timing and validation; `runlog`: what a run writes; `profile`: traces.
 pub mod data;
 pub mod device;
 pub mod dist;
+pub mod logging;
 pub mod model;
 pub mod optim;
+pub mod profile;
 pub mod recipe;
 pub mod runlog;
 pub mod shim;

@@ -106,12 +106,12 @@ pub fn run(cfg: &RunConfig) -> Result<f64> {
             break;
         }
 
+        let range = crate::profile::begin_step(&plan)?;
         let t0 = Instant::now();
         let (loss, info) = step_ctx.train_step(&mut train, &mut opt, &plan)?;
         cfg.target.sync();
-        if step >= first_timed {
-            train_ms += t0.elapsed().as_secs_f64() * 1e3;
-        }
+        train_ms += if step >= first_timed { t0.elapsed().as_secs_f64() * 1e3 } else { 0.0 };
+        crate::profile::end_step(range, step)?;
         let n = step + 1;
         log.line(&format!(
             "step:{n}/{steps} train_loss:{loss:.4} train_time:{train_ms:.0}ms step_avg:{:.2}ms",
@@ -183,7 +183,7 @@ impl StepCtx<'_> {
         if !loss.is_finite() {
             bail!("step {}: train loss is {loss}; stopping", plan.step + 1);
         }
-        let info = opt.step(self.coll, plan)?;
+        let info = crate::profile::ranged("optimizer", || opt.step(self.coll, plan))?;
         Ok((loss, info))
     }
 }

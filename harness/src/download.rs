@@ -197,7 +197,7 @@ pub fn download_fineweb(opts: &DownloadOptions) -> anyhow::Result<Vec<PathBuf>> 
             let pin = opts.pinned_sha256.iter().find(|(f, _)| *f == file).map(|(_, h)| h.as_str());
             let url = file_url(&endpoint, &file);
             // A silent server would otherwise look like a hung command.
-            eprintln!(
+            tracing::info!(
                 "records: {file}: waiting for {} (gives up after {} s of silence)",
                 url,
                 opts.timeout.as_secs()
@@ -419,7 +419,7 @@ fn check_sha256(
 ) -> Result<(), DownloadError> {
     if let (Some(l), Some(p)) = (live, pin) {
         if !l.eq_ignore_ascii_case(p) {
-            eprintln!(
+            tracing::warn!(
                 "warning: {file}: the hub's sha256 {l} differs from the pinned {p}; checking against the hub's"
             );
         }

@@ -15,7 +15,7 @@ pub const PRINT_RECIPE: &str = "--print-recipe";
 pub fn resolved(root: &Path, m: &Manifest, scale: &str) -> Result<String> {
     let n = m.record.number;
     let dir = series::materialize(root, n)?;
-    eprintln!("records: building the trainer of #{n} in {} ...", dir.display());
+    tracing::info!("records: building the trainer of #{n} in {} ...", dir.display());
     let bin = replay::build_trainer(root, &dir, false, false)?;
     print_recipe(&bin, &m.path, scale)
 }

@@ -12,6 +12,10 @@ struct Cli {
     /// Print long output straight to the terminal instead of through $PAGER (less -FRX).
     #[arg(long, global = true)]
     no_pager: bool,
+    /// Show the harness's steps (materialize, build, launch, parse) with their times; as
+    /// RECORDS_LOG=debug.
+    #[arg(short, long, global = true)]
+    verbose: bool,
 }
 
 #[derive(Subcommand)]
@@ -22,6 +26,8 @@ enum Command {
     Show(cmd::show::Args),
     /// Build a record's trainer, run it, and print the verdict.
     Replay(cmd::replay::Args),
+    /// Profile a few training steps of a record: a Chrome trace and where the time goes.
+    Profile(cmd::profile::Args),
     /// Time each record's training step, interleaved round by round: ms/step, tokens/s, ratios.
     Bench(cmd::bench::Args),
     /// Corpora: the default corpus, FineWeb shards, tokenizing text.
@@ -41,6 +47,7 @@ enum Command {
 fn main() -> ExitCode {
     records::pager::die_quietly_on_closed_pipe();
     let cli = Cli::parse();
+    records::logging::init(cli.verbose);
     let paged = matches!(
         &cli.command,
         Command::Show(_)
@@ -53,13 +60,14 @@ fn main() -> ExitCode {
     let builds = matches!(
         &cli.command,
         Command::Replay(_)
+            | Command::Profile(_)
             | Command::Series(cmd::series::Args {
                 command: cmd::series::Command::Check { build: true }
             })
     );
     if builds {
         if let Err(e) = records::signals::install() {
-            eprintln!("records: warning: cannot handle SIGINT/SIGTERM ({e}); an interrupted run may leave temporaries");
+            tracing::warn!("records: warning: cannot handle SIGINT/SIGTERM ({e}); an interrupted run may leave temporaries");
         }
     }
     let pager = records::pager::start(paged && !cli.no_pager);
@@ -68,6 +76,7 @@ fn main() -> ExitCode {
         Command::Show(a) => cmd::show::run(a),
         Command::Replay(a) => cmd::replay::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Profile(a) => cmd::profile::run(a),
         Command::Data(a) => cmd::data::run(a),
         Command::Series(a) => cmd::series::run(a),
         Command::Diff(a) => cmd::diff::run(a),
@@ -80,7 +89,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("records: error: {}", records::report::chain(&e));
+            tracing::error!("records: error: {}", records::report::chain(&e));
             ExitCode::FAILURE
         }
     }

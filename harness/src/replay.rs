@@ -143,18 +143,18 @@ pub fn sweep(results: &Path) {
         if tmp.join(FINISHED).exists() {
             let dest = tmp.with_file_name(id);
             match std::fs::rename(&tmp, &dest) {
-                Ok(()) => eprintln!(
+                Ok(()) => tracing::info!(
                     "records: moved a finished run that process {pid} could not move into place to {}",
                     dest.display()
                 ),
-                Err(e) => eprintln!(
+                Err(e) => tracing::info!(
                     "records: note: {} holds a finished run that cannot be moved to {} ({e}); move it by hand",
                     tmp.display(),
                     dest.display()
                 ),
             }
         } else if std::fs::remove_dir_all(&tmp).is_ok() {
-            eprintln!(
+            tracing::info!(
                 "records: removed {}, left by an interrupted replay (process {pid} is gone)",
                 tmp.display()
             );

@@ -79,7 +79,10 @@ fn stop(sig: i32) -> ! {
         true => String::new(),
         false => format!("; removed {}", removed.join(", ")),
     };
-    eprintln!("records: stopped by {name}: {} child process(es) stopped{removed}", children.len());
+    tracing::info!(
+        "records: stopped by {name}: {} child process(es) stopped{removed}",
+        children.len()
+    );
     std::process::exit(128 + sig)
 }
 

@@ -43,21 +43,21 @@ impl TimingLock {
             Err(std::fs::TryLockError::WouldBlock) => {
                 let holder = read_holder(&path);
                 if no_lock {
-                    eprintln!(
+                    tracing::info!(
                         "records: --no-lock: running beside {holder}, which holds {}; the times \
                          of both runs are not comparable",
                         path.display()
                     );
                     return TimingLock::intrude(path, holder);
                 }
-                eprintln!(
+                tracing::info!(
                     "records: waiting for the timing lock {} held by {holder} (another timed run \
                      on this machine); Ctrl-C to stop, or pass --no-lock to run now with times \
                      that are not comparable",
                     path.display()
                 );
                 lock.lock().with_context(|| format!("locking {}", path.display()))?;
-                eprintln!("records: got the timing lock");
+                tracing::info!("records: got the timing lock");
             }
             Err(std::fs::TryLockError::Error(e)) => {
                 return Err(e).with_context(|| format!("locking {}", path.display()))

@@ -49,6 +49,13 @@ struct Args {
     /// Print the schedule's table (lr, momentum, windows at every stage), and exit.
     #[arg(long)]
     print_schedule: bool,
+    /// Write a Chrome trace (Kineto, with named ranges around each step's phases) of the run's
+    /// last steps to DIR/trace-rank<R>.json.
+    #[arg(long, value_name = "DIR")]
+    profile: Option<PathBuf>,
+    /// How many of the last steps --profile traces.
+    #[arg(long, default_value_t = 3, requires = "profile")]
+    profile_steps: u64,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -65,11 +72,12 @@ fn parse_kv(s: &str) -> Result<(String, String), String> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    trainer::logging::init();
     // torchrun's or Slurm's variables, else a single process.
     let ranks = match RankEnv::from_env() {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("train: error: {e}");
+            tracing::error!("train: error: {e}");
             return ExitCode::FAILURE;
         }
     };
@@ -77,7 +85,7 @@ fn main() -> ExitCode {
     match main_inner(args, ranks) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("train (rank {rank}): error: {e:#}");
+            tracing::error!("train (rank {rank}): error: {e:#}");
             ExitCode::FAILURE
         }
     }
@@ -112,6 +120,23 @@ fn main_inner(args: Args, ranks: RankEnv) -> Result<()> {
     }
     let data = args.data.context("--data is needed to train")?;
     let target = Target::pick(args.cpu, ranks.local_rank);
+    if let Some(dir) = args.profile {
+        let steps = Schedule::new(&recipe).steps();
+        // Step 0 warms the kernels up (and is untimed without an explicit warmup).
+        anyhow::ensure!(
+            (1..steps).contains(&args.profile_steps),
+            "--profile-steps {}: must be 1 to {} (the run's steps but the first)",
+            args.profile_steps,
+            steps.saturating_sub(1)
+        );
+        trainer::profile::set(trainer::profile::Window {
+            dir,
+            first: steps - args.profile_steps,
+            steps: args.profile_steps,
+            rank: ranks.rank,
+            cuda: target.device.is_cuda(),
+        })?;
+    }
     let train_files = corpus::shard::shard_files(&data, "train").context("finding train shards")?;
     let val_files = corpus::shard::shard_files(&data, "val").context("finding val shards")?;
     let record = args.manifest.file_stem().and_then(|s| s.to_str()).and_then(|s| s.parse().ok());

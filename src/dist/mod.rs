@@ -13,6 +13,7 @@
 pub mod env;
 #[cfg(feature = "cuda")]
 pub mod nccl;
+mod ranged;
 pub mod single;
 pub mod tcp;
 
@@ -86,18 +87,23 @@ pub enum DistError {
 
 /// Picks the backend for `env` and `device` (world size 1: `Single`; CPU: `Tcp`; CUDA: `Nccl`)
 /// and joins the other ranks, blocking until all have joined or `env.timeout` passes.
+/// Every collective of several ranks runs in a named range, which the profile counts as
+/// communication.
 pub fn init(env: &RankEnv, device: Device) -> Result<Box<dyn Collectives>, DistError> {
     if env.world == 1 {
         return Ok(Box::new(single::Single));
     }
-    match device {
-        Device::Cpu => Ok(Box::new(tcp::Tcp::connect(env)?)),
+    let inner: Box<dyn Collectives> = match device {
+        Device::Cpu => Box::new(tcp::Tcp::connect(env)?),
         #[cfg(feature = "cuda")]
-        Device::Cuda(i) => Ok(Box::new(nccl::Nccl::connect(env, i)?)),
-        other => Err(DistError::Usage(format!(
+        Device::Cuda(i) => Box::new(nccl::Nccl::connect(env, i)?),
+        other => {
+            return Err(DistError::Usage(format!(
             "no collectives for {other:?} ranks (CUDA ranks need NCCL: build with --features cuda)"
-        ))),
-    }
+        )))
+        }
+    };
+    Ok(Box::new(ranged::Ranged(inner)))
 }
 
 /// Checks that `big` holds `world` times `small`'s elements and that the dtypes agree; returns

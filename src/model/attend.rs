@@ -210,6 +210,8 @@ pub fn attend_with(
     pattern: &Pattern,
     kernel: Kernel,
 ) -> Result<Tensor> {
+    // The profile's attention: masks and kernel here, their backward by sequence number.
+    let _range = crate::shim::Range::new("attention");
     let shape = q.size();
     ensure!(
         shape.len() == 4 && k.size() == shape && v.size() == shape,

@@ -74,7 +74,7 @@ pub fn run(args: Args) -> Result<()> {
     let mut trainers = Vec::new();
     for m in &chosen {
         let n = m.record.number;
-        eprintln!("records: building the trainer of #{n} ...");
+        tracing::info!("records: building the trainer of #{n} ...");
         let dir = series::materialize(&root, n)?;
         let tree = std::fs::read_to_string(dir.join(series::tree::MARKER))?.trim().to_string();
         let bin = build_trainer(&root, &dir, false, args.cuda)?;
@@ -122,14 +122,14 @@ pub fn run(args: Args) -> Result<()> {
             }
             launch(bin, &a, 1, &LaunchOpts::default(), |line| {
                 if line.stream == Stream::Stderr {
-                    eprintln!("[#{n}] {}", line.text);
+                    tracing::info!("[#{n}] {}", line.text);
                 }
             })
             .map_err(|e| anyhow::anyhow!("record #{n}, round {round}: {e}"))?;
             let log = runlog::parse_file(&out.join("train.log"))?;
             let times = bench::step_times(&log, args.warmup)
                 .with_context(|| format!("record #{n}, round {round}: {}", out.display()))?;
-            eprintln!(
+            tracing::info!(
                 "records: round {round}/{}: #{n} {:.1} ms/step (median of {})",
                 args.rounds,
                 records::stats::median(&times).unwrap_or(f64::NAN),

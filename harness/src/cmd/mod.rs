@@ -3,6 +3,7 @@ pub mod bench;
 pub mod data;
 pub mod diff;
 pub mod list;
+pub mod profile;
 pub mod replay;
 pub mod review;
 pub mod series;
@@ -18,7 +19,7 @@ pub fn load_catalog(
 ) -> anyhow::Result<records::catalog::Catalog> {
     let catalog = records::catalog::Catalog::load(root)?;
     for b in catalog.broken().iter().filter(|b| wanted.is_none() || b.number != wanted) {
-        eprintln!("records: warning: {} (left out)", b.error);
+        tracing::warn!("records: warning: {} (left out)", b.error);
     }
     Ok(catalog)
 }

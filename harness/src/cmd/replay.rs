@@ -4,6 +4,7 @@ use corpus::tokenizer::Tokenizer;
 use indicatif::{ProgressBar, ProgressStyle};
 use records::catalog::{Manifest, TARGET_VAL_LOSS};
 use records::launch::{launch, LaunchOpts, Stream};
+use records::logging::step;
 use records::plot::{self, Chart, XAxis};
 use records::replay::{build_trainer, PendingResults};
 use records::timing_lock::TimingLock;
@@ -163,7 +164,7 @@ pub fn run(args: Args) -> Result<()> {
         let seed =
             args.seed.map(|s| s + u64::from(i)).or((i > 0).then(|| seed_of(m) + u64::from(i)));
         let run = |t: &Trainer, name: String| -> Result<Option<runlog::RunLog>> {
-            eprintln!(
+            tracing::info!(
                 "records: #{} run {}/{} at {scale} scale, {} rank(s) per node ({steps} steps, data {})",
                 t.manifest.record.number,
                 i + 1,
@@ -172,9 +173,16 @@ pub fn run(args: Args) -> Result<()> {
                 ctx.data.display()
             );
             let out = pending.dir().join(name);
-            ctx.run(t, &out, seed, format!("run={}/{}", i + 1, args.runs))?;
+            let number = t.manifest.record.number;
+            step("launch", number, || {
+                ctx.run(t, &out, seed, format!("run={}/{}", i + 1, args.runs))
+            })?;
             // Rank 0's node writes the log; the others only train.
-            (args.node_rank == 0).then(|| runlog::parse_file(&out.join("train.log"))).transpose()
+            step("parse", number, || {
+                (args.node_rank == 0)
+                    .then(|| runlog::parse_file(&out.join("train.log")))
+                    .transpose()
+            })
         };
         // Interleaved, so drift of the machine hits both sides alike.
         if let Some(p) = &parent {
@@ -230,16 +238,17 @@ impl<'a> Trainer<'a> {
             let id = series::tree::worktree_tree(&series::apply::scratch_repo()?, root)?;
             (root.to_path_buf(), id.to_string())
         } else {
-            let dir = series::materialize(root, manifest.record.number)?;
+            let n = manifest.record.number;
+            let dir = step("materialize", n, || series::materialize(root, n))?;
             let id = std::fs::read_to_string(dir.join(series::tree::MARKER))?.trim().to_string();
             (dir, id)
         };
-        eprintln!(
+        tracing::info!(
             "records: building the trainer of #{} in {} ...",
             manifest.record.number,
             dir.display()
         );
-        let bin = build_trainer(root, &dir, head, cuda)?;
+        let bin = step("build", manifest.record.number, || build_trainer(root, &dir, head, cuda))?;
         Ok(Trainer { manifest, dir, tree_id, bin })
     }
 }

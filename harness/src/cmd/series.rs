@@ -94,7 +94,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let (path, n) = series::capture::capture(&root, record, &since, force)?;
             println!("wrote {} ({n} commit(s) from {since}..HEAD)", path.display());
             if series::capture::has_uncommitted_trainer_changes(&root)? {
-                eprintln!("note: the checkout has uncommitted trainer changes; they are not in the patch, so they count as part of the parent's tree");
+                tracing::info!("note: the checkout has uncommitted trainer changes; they are not in the patch, so they count as part of the parent's tree");
             }
         }
     }

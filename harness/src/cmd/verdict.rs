@@ -39,7 +39,7 @@ pub fn run(args: Args) -> Result<()> {
     for path in &args.logs {
         let log = runlog::parse_for_verdict(path)?;
         if let Some((n, line)) = log.unread.first() {
-            eprintln!(
+            tracing::warn!(
                 "records: warning: {}: {} not understood, the first at line {n}: `{}`",
                 path.display(),
                 records::figures::count(log.unread.len(), "step line"),

@@ -1,0 +1,221 @@
+//! `records profile N [--compare M]`: record N's own trainer for a few steps with the Kineto
+//! profiler on; a Chrome trace per rank under `results/profile/<run id>/` and "where the time
+//! goes" on stdout.
+use super::replay::ScaleArg;
+use super::FormatArg;
+use anyhow::{Context, Result};
+use corpus::tokenizer::Tokenizer;
+use records::catalog::Manifest;
+use records::launch::{launch, LaunchOpts, Stream};
+use records::logging::step;
+use records::profile::render::{self, Profiled};
+use records::profile::{self as trace, StageTable};
+use records::replay::{build_trainer, PendingResults};
+use records::timing_lock::TimingLock;
+use records::{bench, corpora, paths, runlog, series};
+use serde::Serialize;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use tracing::info;
+
+/// Profile a few training steps of a record: a Chrome trace and where the time goes.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The record to profile.
+    pub record: u32,
+    /// A second record to profile the same way; its table is printed beside the first's.
+    #[arg(long)]
+    pub compare: Option<u32>,
+    /// Steps traced (after the warmup steps).
+    #[arg(long, default_value_t = 3)]
+    pub steps: u64,
+    /// Steps run before the traced ones (at least 1: the first step warms the kernels up).
+    #[arg(long, default_value_t = 2)]
+    pub warmup: u64,
+    /// lab: the [lab] shape on CPU; full: upstream's shape on GPUs (one per rank).
+    #[arg(long, value_enum, default_value = "lab")]
+    pub scale: ScaleArg,
+    /// Ranks: CPU processes at lab scale, GPUs at full scale.
+    #[arg(long, default_value_t = 1)]
+    pub ranks: usize,
+    /// Shard folder [default: data/default at lab scale, data/fineweb10B at full scale].
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// Where results go [default: <repo>/results].
+    #[arg(long)]
+    pub results: Option<PathBuf>,
+    /// Do not wait for another timed run on this machine.
+    #[arg(long)]
+    pub no_lock: bool,
+    /// Table format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: FormatArg,
+    /// Summarise this trace of `train --profile` (a run of your own, a GPU machine's) instead of
+    /// running the record.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["compare", "ranks", "steps", "warmup"])]
+    pub trace: Option<PathBuf>,
+}
+
+/// What `profile.json` keeps of one record's run.
+#[derive(Serialize)]
+struct RecordProfile {
+    record: u32,
+    tree: String,
+    device: String,
+    /// The trainer's own step times (ms) of the traced steps, from its log.
+    log_step_ms: Vec<f64>,
+    steps: Vec<trace::Step>,
+    stages: Vec<StageTable>,
+    /// One per rank, relative to the run's folder.
+    traces: Vec<PathBuf>,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    anyhow::ensure!(args.steps >= 1, "--steps must be at least 1");
+    anyhow::ensure!(args.warmup >= 1, "--warmup must be at least 1 (the first step warms up)");
+    anyhow::ensure!(args.ranks >= 1, "--ranks must be at least 1");
+    if let Some(path) = &args.trace {
+        let title = format!("#{} ({})", args.record, path.display());
+        print_stages(&title, &trace::by_stage(&trace::read(path)?), args.format);
+        return Ok(());
+    }
+    let root = paths::repo_root()?;
+    let catalog = super::load_catalog(&root, Some(args.record))?;
+    let lab = args.scale == ScaleArg::Lab;
+    let scale = if lab { "lab" } else { "full" };
+    let mut chosen = vec![catalog.get(args.record)?];
+    if let Some(other) = args.compare {
+        chosen.push(catalog.get(other)?);
+    }
+    let data = match (&args.data, lab) {
+        (Some(d), _) => d.clone(),
+        (None, true) => corpora::ensure_default(&root, &Tokenizer::byte())?.0,
+        (None, false) => records::download::default_dest(&root),
+    };
+    let mut trainers = Vec::new();
+    for m in &chosen {
+        let n = m.record.number;
+        let dir = step("materialize", n, || series::materialize(&root, n))?;
+        let tree = std::fs::read_to_string(dir.join(series::tree::MARKER))?.trim().to_string();
+        info!("records: building the trainer of #{n} ...");
+        let bin = step("build", n, || build_trainer(&root, &dir, false, !lab))?;
+        trainers.push((*m, tree, bin));
+    }
+
+    let results = args.results.clone().unwrap_or_else(|| paths::results_dir(&root));
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs();
+    let id = format!("{}-{}-{scale}", series::date::compact_utc(secs as i64), std::process::id());
+    let pending = PendingResults::in_dir(&results.join("profile"), &id)?;
+    let timing = TimingLock::acquire(args.no_lock)?;
+    let mut profiles = Vec::new();
+    for (m, tree, bin) in &trainers {
+        profiles.push(profile_one(&args, m, tree, bin, &data, scale, pending.dir())?);
+    }
+    let not_comparable = timing.not_comparable()?;
+    drop(timing);
+
+    let title = |p: &RecordProfile| format!("#{} ({scale}, {})", p.record, p.device);
+    if let Some(why) = &not_comparable {
+        println!("Times NOT COMPARABLE: {why}");
+    }
+    match profiles.as_slice() {
+        [one] => {
+            print_stages(&title(one), &one.stages, args.format);
+            println!("{}", log_line(one));
+        }
+        [a, b] => {
+            let (ta, tb) = (trace::overall(&a.steps), trace::overall(&b.steps));
+            let (pa, pb) = (
+                Profiled { title: title(a), table: &ta },
+                Profiled { title: title(b), table: &tb },
+            );
+            println!("{}\n{}", render::heading(&pa), render::heading(&pb));
+            print!("{}", render::compare(&pa, &pb, args.format.into()));
+            println!("{}\n{}", log_line(a), log_line(b));
+        }
+        _ => unreachable!("one record, or two with --compare"),
+    }
+    let json = serde_json::json!({ "time_not_comparable": not_comparable, "records": profiles });
+    std::fs::write(pending.dir().join("profile.json"), serde_json::to_string_pretty(&json)?)
+        .context("writing profile.json")?;
+    let dest = pending.commit()?;
+    println!("traces (open in ui.perfetto.dev or chrome://tracing):");
+    for p in &profiles {
+        for t in &p.traces {
+            println!("  {}", dest.join(t).display());
+        }
+    }
+    Ok(())
+}
+
+/// One table per stage, each under its heading.
+fn print_stages(title: &str, stages: &[StageTable], format: FormatArg) {
+    for t in stages {
+        println!("{}", render::heading(&Profiled { title: title.to_string(), table: t }));
+        print!("{}", render::table(t, format.into()));
+    }
+}
+
+fn log_line(p: &RecordProfile) -> String {
+    let times: Vec<String> = p.log_step_ms.iter().map(|t| format!("{t:.0}")).collect();
+    format!(
+        "#{}: the trainer's own clock for the traced steps (profiler on): {} ms",
+        p.record,
+        times.join(", ")
+    )
+}
+
+/// Runs `m`'s trainer with `--profile` into `run/NN/` and reads its traces.
+fn profile_one(
+    args: &Args,
+    m: &Manifest,
+    tree: &str,
+    bin: &Path,
+    data: &Path,
+    scale: &str,
+    run: &Path,
+) -> Result<RecordProfile> {
+    let n = m.record.number;
+    let out = run.join(format!("{n:02}"));
+    let total = args.warmup + args.steps;
+    let dir = out.join("trace");
+    let mut a: Vec<OsString> = vec!["--manifest".into(), m.path.clone().into()];
+    a.extend(["--scale".into(), scale.into(), "--data".into(), data.into()]);
+    a.extend(["--out".into(), out.clone().into(), "--steps".into(), total.to_string().into()]);
+    a.extend(["--profile".into(), dir.clone().into()]);
+    a.extend(["--profile-steps".into(), args.steps.to_string().into()]);
+    a.extend(["--header".into(), format!("tree={tree}").into()]);
+    if scale == "lab" {
+        a.push("--cpu".into());
+    }
+    info!(
+        "records: profiling #{n}: {} steps, the last {} traced, {} rank(s)",
+        total, args.steps, args.ranks
+    );
+    step("launch", n, || {
+        launch(bin, &a, args.ranks, &LaunchOpts::default(), |line| {
+            if line.stream == Stream::Stderr {
+                info!("[#{n} rank {}] {}", line.rank, line.text);
+            }
+        })
+        .map_err(|e| anyhow::anyhow!("record #{n}: {e}"))
+    })?;
+    let traces: Vec<PathBuf> = (0..args.ranks)
+        .map(|r| PathBuf::from(format!("{n:02}/trace/trace-rank{r}.json")))
+        .collect();
+    let (log, log_step_ms, steps) = step("parse", n, || -> Result<_> {
+        let log = runlog::parse_file(&out.join("train.log"))?;
+        let times = bench::step_times(&log, total - args.steps)
+            .with_context(|| format!("record #{n}: {}", out.display()))?;
+        Ok((log, times, trace::read(&run.join(&traces[0]))?))
+    })?;
+    Ok(RecordProfile {
+        record: n,
+        tree: tree.to_string(),
+        device: log.header_value("device").unwrap_or_default().to_string(),
+        log_step_ms,
+        stages: trace::by_stage(&steps),
+        steps,
+        traces,
+    })
+}
