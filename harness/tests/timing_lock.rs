@@ -17,6 +17,8 @@ fn helper_process() {
         return;
     };
     let dir = PathBuf::from(std::env::var("TIMING_LOCK_DIR").unwrap());
+    // As the CLI does: its messages go through tracing to stderr.
+    records::logging::init(false);
     let lock = TimingLock::acquire(role == "intruder").unwrap();
     std::fs::write(dir.join(format!("{role}.ready")), "").unwrap();
     wait_for(&dir.join(format!("{role}.go")), Duration::from_secs(120));
