@@ -15,9 +15,19 @@ pub const NS5: (f64, f64, f64) = (3.4445, -4.7750, 2.0315);
 ///
 /// Panics if `g` has fewer than 2 dims (Muon checks its params when it is built).
 pub fn orthogonalize(g: &Tensor, steps: usize, kind: Kind) -> Tensor {
+    odd_quintics(g, kind, (1.0, 1e-7), &vec![NS5; steps])
+}
+
+/// The iteration Newton–Schulz and Polar Express share: X = g / (‖g‖_F·cushion + eps) per
+/// matrix, then for each (a, b, c): A = X·Xᵀ, X ← a·X + (b·A + c·A·A)·X. In `kind`.
+pub fn odd_quintics(
+    g: &Tensor,
+    kind: Kind,
+    (cushion, eps): (f64, f64),
+    coeffs: &[(f64, f64, f64)],
+) -> Tensor {
     let shape = g.size();
     assert!(shape.len() >= 2, "orthogonalize needs [..., rows, cols], got {shape:?}");
-    let (a, b, c) = NS5;
     let (rows, cols) = (shape[shape.len() - 2], shape[shape.len() - 1]);
     // [B, rows, cols]: baddbmm wants exactly one batch dim.
     let mut x = g.to_kind(kind).reshape([-1, rows, cols]);
@@ -27,8 +37,8 @@ pub fn orthogonalize(g: &Tensor, steps: usize, kind: Kind) -> Tensor {
         x = x.transpose(-2, -1);
     }
     // Each matrix gets its own norm, so every singular value starts at or below 1.
-    x = &x / (x.norm_scalaropt_dim(2, [-2, -1], true) + 1e-7);
-    for _ in 0..steps {
+    x = &x / (x.norm_scalaropt_dim(2, [-2, -1], true) * cushion + eps);
+    for &(a, b, c) in coeffs {
         let gram = x.matmul(&x.transpose(-2, -1)); // A = X·Xᵀ   [B, m, m]
         let poly = gram.baddbmm(&gram, &gram, b, c); // b·A + c·A·A
         x = x.baddbmm(&poly, &x, a, 1.0); // a·X + B·X

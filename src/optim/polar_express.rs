@@ -7,6 +7,7 @@
 //! X ← X / (‖X‖_F·1.02 + 1e-6)           the 2% cushion keeps every σ below 1
 //! for (a, b, c): A = X·Xᵀ; B = b·A + c·A·A; X ← a·X + B·X
 //! ```
+use super::newton_schulz::odd_quintics;
 use tch::{Kind, Tensor};
 
 /// Upstream's coefficients ("computed for num_iters=5, safety_factor=2e-2, cushion=2").
@@ -23,22 +24,5 @@ pub const COEFFS: [(f64, f64, f64); 5] = [
 ///
 /// Panics if `g` has fewer than 2 dims (Muon checks its params when it is built).
 pub fn orthogonalize(g: &Tensor, kind: Kind) -> Tensor {
-    let shape = g.size();
-    assert!(shape.len() >= 2, "polar express needs [..., rows, cols], got {shape:?}");
-    let (rows, cols) = (shape[shape.len() - 2], shape[shape.len() - 1]);
-    let mut x = g.to_kind(kind).reshape([-1, rows, cols]); // [B, rows, cols]
-    let tall = rows > cols;
-    if tall {
-        x = x.transpose(-2, -1);
-    }
-    x = &x / (x.norm_scalaropt_dim(2, [-2, -1], true) * 1.02 + 1e-6);
-    for (a, b, c) in COEFFS {
-        let gram = x.matmul(&x.transpose(-2, -1)); // A = X·Xᵀ   [B, m, m]
-        let poly = gram.baddbmm(&gram, &gram, b, c); // b·A + c·A·A
-        x = x.baddbmm(&poly, &x, a, 1.0); // a·X + B·X
-    }
-    if tall {
-        x = x.transpose(-2, -1);
-    }
-    x.reshape(shape.as_slice())
+    odd_quintics(g, kind, (1.02, 1e-6), &COEFFS)
 }
