@@ -138,16 +138,26 @@ impl Tcp {
     }
 
     /// Best effort: sends `msg` to the peers and closes the sockets, so no one waits on us.
+    ///
+    /// Closing a socket that still holds unread bytes (a peer's frame we will never read) makes
+    /// the kernel send a reset, and a reset can destroy our ABORT frame in the peer's receive
+    /// buffer before it reads it. So we only half-close, then read and discard until each peer
+    /// closes too (it does once it has read the ABORT) or `ABORT_TIMEOUT` passes.
     fn abort(&mut self, msg: &str) {
         let (call, seq) = (self.call as u8, self.seq);
-        let streams: Vec<&mut TcpStream> = match &mut self.links {
+        let mut streams: Vec<&mut TcpStream> = match &mut self.links {
             Links::Hub(s) => s.iter_mut().collect(),
             Links::Spoke(s) => vec![s],
         };
-        for s in streams {
+        for s in streams.iter_mut() {
             let _ = s.set_write_timeout(Some(ABORT_TIMEOUT));
             let _ = write_frame(s, ABORT, call, seq, msg.as_bytes());
-            let _ = s.shutdown(Shutdown::Both);
+            let _ = s.shutdown(Shutdown::Write);
+        }
+        let deadline = Instant::now() + ABORT_TIMEOUT;
+        for s in streams {
+            drain_until_closed(s, deadline);
+            let _ = s.shutdown(Shutdown::Read);
         }
         self.failed = Some(msg.to_string());
     }
@@ -438,6 +448,21 @@ fn recv(
         )));
     }
     s.read_exact(buf).map_err(io)
+}
+
+/// Reads and discards until the peer closes its side, fails, or `deadline` passes.
+fn drain_until_closed(s: &mut TcpStream, deadline: Instant) {
+    let mut sink = [0u8; 64 * 1024];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || s.set_read_timeout(Some(left)).is_err() {
+            return;
+        }
+        match s.read(&mut sink) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
 }
 
 /// Names the peer and says what its silence or disconnect most likely means.
