@@ -138,6 +138,10 @@ pub struct Recipe {
     pub muon: Option<Muon>,
     #[serde(default)]
     pub lr_mul: Option<LrMul>,
+    /// Adam steps on every n-th step only, its gradients summed over the steps between
+    /// (upstream #39: 2, on odd steps); Muon still steps every step.
+    #[serde(default)]
+    pub adam_every: Option<u64>,
     #[serde(default)]
     pub lr_schedule: LrSchedule,
     /// Gradients of the loss summed over each reference rank's tokens (upstream's

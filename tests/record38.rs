@@ -2,7 +2,7 @@
 //! values, on record #29's recipe with the one key added.
 mod common;
 
-use common::build;
+use common::{build, record_29_with};
 use tch::{nn, Device, Kind, Tensor};
 use trainer::model::params::{Group, Opt, ParamSet, Storage};
 use trainer::model::rotary::Rotary;
@@ -14,20 +14,6 @@ use trainer::model::yarn::{grow, Yarn};
 use trainer::optim::schedule::Schedule;
 use trainer::optim::{newton_schulz, polar_express};
 use trainer::recipe::{Recipe, Scale};
-
-/// Record #29's manifest with `lines` added to its `[recipe]` (replacing keys of the same name).
-fn record_29_with(lines: &str, scale: Scale) -> Recipe {
-    let text =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/records/29.toml")).unwrap();
-    let keys: Vec<&str> =
-        lines.lines().filter_map(|l| l.split('=').next()).map(str::trim).collect();
-    let kept: Vec<&str> = text
-        .lines()
-        .filter(|l| !keys.iter().any(|k| l.split('=').next().map(str::trim) == Some(k)))
-        .collect();
-    let text = kept.join("\n").replace("[recipe]\n", &format!("[recipe]\n{lines}\n"));
-    Recipe::from_manifest_str(&text, scale, None).unwrap()
-}
 
 fn names(r: &Recipe) -> Vec<String> {
     build(r).1.iter().map(|p| p.name.clone()).collect()

@@ -1,6 +1,7 @@
 //! The recipe's optimizer: llm.c's AdamW over everything (record #1, gradients all-reduced first,
 //! as DDP), or upstream's pair (#24 on): Adam for embeddings, head and scalars, Muon for the
-//! matrices inside the blocks, each doing its own reduce-scatter/all-gather.
+//! matrices inside the blocks, each doing its own reduce-scatter/all-gather. From upstream #39
+//! Adam steps every `adam_every` steps only, on the sum of those steps' gradients.
 use super::adamw::{clip_factor, AdamW};
 use super::dist_adam::{AdamConfig, DistAdam};
 use super::muon::{Muon, MuonConfig};
@@ -13,7 +14,7 @@ use tch::{Kind, Tensor};
 
 pub enum Optimizer {
     AdamW { opt: AdamW, params: Vec<Param>, lr: f64, grad_clip: f64 },
-    MuonAdam { adam: DistAdam, muon: Muon, lr: f64 },
+    MuonAdam { adam: DistAdam, muon: Muon, lr: f64, adam_every: u64 },
 }
 
 /// What one step did, for the log.
@@ -58,6 +59,7 @@ impl Optimizer {
             adam: DistAdam::new(rest, adam)?,
             muon: Muon::new(hidden, muon)?,
             lr: r.lr,
+            adam_every: r.adam_every.unwrap_or(1).max(1),
         })
     }
 
@@ -74,6 +76,8 @@ impl Optimizer {
     /// One update with `plan`'s lr and momentum from each rank's local gradients.
     pub fn step(&mut self, coll: &mut dyn Collectives, plan: &Plan) -> Result<StepInfo> {
         let factor = plan.lr_factor;
+        // Adam's gradients are kept (summed into) until the step it runs (upstream #39).
+        let mut adam_waits = false;
         let info = match self {
             Optimizer::AdamW { opt, params, lr, grad_clip } => {
                 // DDP: every rank ends the step with the gradient of the whole global batch.
@@ -83,20 +87,22 @@ impl Optimizer {
                 opt.step(params, *lr * factor, scale);
                 StepInfo { lr: *lr * factor, grad_norm: Some(norm) }
             }
-            Optimizer::MuonAdam { adam, muon, lr } => {
+            Optimizer::MuonAdam { adam, muon, lr, adam_every } => {
                 let Some(mu) = plan.momentum else {
                     bail!("optimizer: step {}'s plan has no Muon momentum", plan.step)
                 };
-                adam.step(coll, factor)?;
+                // Upstream #39 steps Adam on odd steps: the 2nd, 4th, ... of the run.
+                adam_waits = !(plan.step + 1).is_multiple_of(*adam_every);
+                if !adam_waits {
+                    adam.step(coll, factor)?;
+                }
                 muon.step(coll, factor, mu)?;
                 StepInfo { lr: *lr * factor, grad_norm: None }
             }
         };
-        for p in self.params() {
-            let mut g = p.tensor.grad();
-            if g.defined() {
-                let _ = g.zero_();
-            }
+        match self {
+            Optimizer::MuonAdam { muon, .. } if adam_waits => zero_grads(muon.params().iter()),
+            _ => zero_grads(self.params().into_iter()),
         }
         Ok(info)
     }
@@ -114,6 +120,8 @@ impl Optimizer {
     /// Puts back what [`Optimizer::save`] copied (upstream restores model and optimizer after
     /// its untimed warmup steps).
     pub fn restore(&mut self, saved: &Saved) -> Result<()> {
+        // Gradients Adam was still summing (upstream #39) belong to the steps being undone.
+        zero_grads(self.params().into_iter());
         tch::no_grad(|| {
             for (p, s) in self.params().iter().zip(&saved.params) {
                 p.tensor.shallow_clone().copy_(s);
@@ -126,6 +134,15 @@ impl Optimizer {
                 muon.restore(m)
             }
             _ => anyhow::bail!("optimizer: saved state is from another optimizer"),
+        }
+    }
+}
+
+fn zero_grads<'a>(params: impl Iterator<Item = &'a Param>) {
+    for p in params {
+        let mut g = p.tensor.grad();
+        if g.defined() {
+            let _ = g.zero_();
         }
     }
 }

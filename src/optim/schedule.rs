@@ -24,8 +24,8 @@ pub struct Schedule {
     lr: LrSchedule,
     warmup_steps: u64,
     min_lr_frac: f64,
-    /// (lr, start, end, warmup steps) of Muon's momentum.
-    muon: Option<(f64, f64, f64, u64)>,
+    /// (lr, start, end, warmup steps, cooldown steps) of Muon's momentum.
+    muon: Option<(f64, f64, f64, u64, u64)>,
     adam_lr: f64,
     windows: Option<Windows>,
     untimed_warmup: u64,
@@ -40,7 +40,10 @@ impl Schedule {
             lr: r.lr_schedule,
             warmup_steps: r.warmup_steps,
             min_lr_frac: r.min_lr_frac,
-            muon: r.muon.as_ref().map(|m| (m.lr, m.momentum_start, m.momentum, m.momentum_warmup)),
+            muon: r.muon.as_ref().map(|m| {
+                let cooldown = m.momentum_cooldown.unwrap_or(0);
+                (m.lr, m.momentum_start, m.momentum, m.momentum_warmup, cooldown)
+            }),
             adam_lr: r.lr,
             windows: r.windows.clone(),
             untimed_warmup: r.untimed_warmup,
@@ -75,7 +78,10 @@ impl Schedule {
                 stable_decay(step, steps, cooldown_frac, self.min_lr_frac)
             }
         };
-        let momentum = self.muon.map(|(_, from, to, over)| momentum_warmup(step, over, from, to));
+        let momentum = self.muon.map(|(_, from, to, warmup, cooldown)| {
+            let mu = momentum_warmup(step, warmup, from, to);
+            momentum_cooldown(step, (steps, cooldown), to, from).unwrap_or(mu)
+        });
         let (windows, yarn_window) = match &self.windows {
             None => ((0, 0), 0),
             // The final validation (upstream #31, #33): YaRN extended to final_ws, the long
@@ -107,7 +113,7 @@ impl Schedule {
             let p = self.at(step);
             let stage = last.is_none_or(|l| {
                 l.windows != p.windows || (l.lr_factor == 1.0) != (p.lr_factor == 1.0)
-            }) || self.muon.is_some_and(|m| step == m.3);
+            }) || self.muon.is_some_and(|m| step == m.3 || step + m.4 == self.steps);
             if stage || step == self.steps || (every > 0 && step % every == 0) {
                 let muon_lr = self.muon.map_or("-".into(), |m| format!("{:.6}", m.0 * p.lr_factor));
                 let momentum = p.momentum.map_or("-".into(), |m| format!("{m:.4}"));
@@ -150,6 +156,20 @@ pub fn stable_decay_at(x: f64, cooldown_frac: f64, floor: f64) -> f64 {
     }
     let w = (1.0 - x) / cooldown_frac;
     w + (1.0 - w) * floor
+}
+
+/// Upstream #39's momentum cooldown: past step `steps - cooldown`, linear from `from` back to
+/// `to` (0.95 -> 0.85 over the last 50 steps, over the whole run, extension included); None
+/// before.
+pub fn momentum_cooldown(
+    step: u64,
+    (steps, cooldown): (u64, u64),
+    from: f64,
+    to: f64,
+) -> Option<f64> {
+    let start = steps.checked_sub(cooldown)?;
+    (cooldown > 0 && step > start)
+        .then(|| from - (step - start) as f64 / cooldown as f64 * (from - to))
 }
 
 /// Muon's momentum warmup (record #9; 300 steps since #13): linear from `from` to `to` over
@@ -217,5 +237,15 @@ mod tests {
         assert!((mu(300) - 0.95).abs() < 1e-12);
         assert!((mu(1000) - 0.95).abs() < 1e-12);
         assert_eq!(momentum_warmup(0, 0, 0.85, 0.95), 0.95);
+    }
+
+    /// Record #46 (spec §3.2): 0.95 - (step-2110)/50·0.1 for step > 2110 of 2160; 0.852 at 2159.
+    #[test]
+    fn momentum_cools_down_over_the_last_50_steps() {
+        let mu = |s| momentum_cooldown(s, (2160, 50), 0.95, 0.85);
+        assert_eq!(mu(2110), None);
+        assert!((mu(2111).unwrap() - 0.948).abs() < 1e-12);
+        assert!((mu(2159).unwrap() - 0.852).abs() < 1e-12);
+        assert_eq!(momentum_cooldown(5, (2160, 0), 0.95, 0.85), None);
     }
 }

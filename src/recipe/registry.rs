@@ -119,10 +119,15 @@ pub const REGISTRY: &[Technique] = &[
     Technique { lab: Lab::ValTokens, ..technique("val_seq_len", &[29], &["loader"]) },
     Technique {
         // ns_steps counts Newton-Schulz iterations, not training steps: it keeps its value.
-        lab: Lab::Fields(&[("momentum_warmup", Lab::Steps), ("ns_steps", Lab::Same)]),
-        ..technique("muon", &[3, 4, 6, 8, 9, 13, 15, 24, 32, 36], &[])
+        lab: Lab::Fields(&[
+            ("momentum_warmup", Lab::Steps),
+            ("momentum_cooldown", Lab::Steps),
+            ("ns_steps", Lab::Same),
+        ]),
+        ..technique("muon", &[3, 4, 6, 8, 9, 13, 15, 24, 32, 36, 39], &[])
     },
     technique("lr_mul", &[24], &["muon"]),
+    technique("adam_every", &[39], &["muon"]),
     technique("lr_schedule", &[4, 19], &[]),
     technique("loss_sum", &[21], &[]),
     Technique { lab: Lab::Steps, ..technique("untimed_warmup", &[29], &[]) },

@@ -132,6 +132,10 @@ pub struct Muon {
     pub momentum: f64,
     pub momentum_start: f64,
     pub momentum_warmup: u64,
+    /// Momentum falls linearly back to `momentum_start` over the last this many steps
+    /// (upstream #39: 50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub momentum_cooldown: Option<u64>,
     /// How the update is orthogonalized: Newton–Schulz (#3) or Polar Express (#38).
     #[serde(default, skip_serializing_if = "Orthogonalizer::is_newton_schulz")]
     pub orthogonalizer: Orthogonalizer,

@@ -89,3 +89,17 @@ pub fn ranks<T: Send>(
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     })
 }
+
+/// Record #29's manifest with `lines` added to its `[recipe]` (replacing keys of the same name).
+pub fn record_29_with(lines: &str, scale: Scale) -> Recipe {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/records/29.toml")).unwrap();
+    let keys: Vec<&str> =
+        lines.lines().filter_map(|l| l.split('=').next()).map(str::trim).collect();
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| !keys.iter().any(|k| l.split('=').next().map(str::trim) == Some(k)))
+        .collect();
+    let text = kept.join("\n").replace("[recipe]\n", &format!("[recipe]\n{lines}\n"));
+    Recipe::from_manifest_str(&text, scale, None).unwrap()
+}
