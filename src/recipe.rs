@@ -118,6 +118,10 @@ pub struct Recipe {
     /// Sparse attention gate: σ(W·h[:n]) per head from the first n channels (upstream #28).
     #[serde(default)]
     pub attn_gate: Option<usize>,
+    /// Backout: the final hidden state minus a learned share (init 0.5) of this layer's output
+    /// (upstream #40: 8).
+    #[serde(default)]
+    pub backout: Option<usize>,
     #[serde(default)]
     pub softcap: Option<Softcap>,
     #[serde(default)]
@@ -349,6 +353,12 @@ impl Recipe {
         }
         if let Some(g) = self.attn_gate {
             ensure!(g <= self.n_embd, "recipe: attn_gate reads more channels than n_embd");
+        }
+        if let Some(k) = self.backout {
+            ensure!(
+                k < l && !self.skips_layer(k),
+                "recipe: backout = {k} is not a layer that runs"
+            );
         }
         Ok(())
     }

@@ -5,7 +5,9 @@ mod common;
 use common::{build, record_29_with};
 use tch::{Kind, Tensor};
 use trainer::dist::single::Single;
-use trainer::model::params::Opt;
+use trainer::model::attend::Docs;
+use trainer::model::params::{Opt, Param};
+use trainer::model::{Ctx, Gpt};
 use trainer::optim::optimizer::Optimizer;
 use trainer::optim::schedule::Schedule;
 use trainer::recipe::Scale;
@@ -15,11 +17,18 @@ fn adam_values(opt: &Optimizer) -> Vec<Tensor> {
     adam.map(|p| p.tensor.detach().copy()).collect()
 }
 
-/// Sets every parameter's gradient to (or, `add`, adds) a fixed pseudo-random tensor of `seed`.
-fn grads(opt: &Optimizer, seed: i64, add: bool) {
-    tch::manual_seed(seed);
+/// A fixed tensor of `shape` that depends on `seed` and draws nothing from the global RNG (the
+/// tests of a binary run in parallel threads and share it): scale·sin(0.37·i + seed).
+fn pattern(shape: &[i64], seed: f64, scale: f64) -> Tensor {
+    let n: i64 = shape.iter().product();
+    let i = Tensor::arange(n, (Kind::Float, tch::Device::Cpu));
+    ((i * 0.37 + seed).sin() * scale).view(shape)
+}
+
+/// Sets every parameter's gradient to (or, `add`, adds) the pattern of `seed`.
+fn grads(opt: &Optimizer, seed: f64, add: bool) {
     for p in opt.params() {
-        let g = Tensor::randn(p.tensor.size(), (Kind::Float, p.tensor.device())) * 1e-2;
+        let g = pattern(&p.tensor.size(), seed, 1e-2).to_kind(p.tensor.kind());
         let mut grad = p.tensor.grad();
         if !grad.defined() {
             // A backward defines it.
@@ -36,6 +45,15 @@ fn grads(opt: &Optimizer, seed: i64, add: bool) {
     }
 }
 
+/// Fills every parameter but the scalar bank with the pattern of `seed` (scale 0.05), so two
+/// builds are equal whatever other threads drew.
+fn fill(params: &[Param], seed: f64) {
+    for (k, p) in params.iter().enumerate().filter(|(_, p)| p.name != "scalars") {
+        let v = pattern(&p.tensor.size(), seed + k as f64, 0.05).to_kind(p.tensor.kind());
+        tch::no_grad(|| p.tensor.shallow_clone().copy_(&v));
+    }
+}
+
 /// #39: Adam waits on even steps, keeping its gradients, and on the odd step updates from the
 /// sum of both steps' gradients, as one Adam step (t = 1) on that sum would.
 #[test]
@@ -43,14 +61,16 @@ fn adam_steps_on_odd_steps_from_two_steps_of_gradients() {
     let every_2 = record_29_with("adam_every = 2", Scale::Lab);
     let every_1 = record_29_with("", Scale::Lab);
     let (_m, params, _vs) = build(&every_2);
+    fill(&params, 0.0);
     let mut opt = Optimizer::new(params, &every_2, Kind::Float).unwrap();
     let (_m1, params1, _vs1) = build(&every_1);
+    fill(&params1, 0.0);
     let mut one = Optimizer::new(params1, &every_1, Kind::Float).unwrap();
     let (s2, s1) = (Schedule::new(&every_2), Schedule::new(&every_1));
     let before = adam_values(&opt);
     let mut coll = Single;
 
-    grads(&opt, 1, false);
+    grads(&opt, 1.0, false);
     opt.step(&mut coll, &s2.at(0)).unwrap();
     for (a, b) in adam_values(&opt).iter().zip(&before) {
         assert!(a.equal(b), "Adam must not step on step 0");
@@ -60,13 +80,58 @@ fn adam_steps_on_odd_steps_from_two_steps_of_gradients() {
     let muon = opt.params().into_iter().find(|p| p.group.opt == Opt::Muon).unwrap();
     assert_eq!(muon.tensor.grad().abs().sum(Kind::Double).double_value(&[]), 0.0);
 
-    grads(&opt, 2, true);
+    grads(&opt, 2.0, true);
     opt.step(&mut coll, &s2.at(1)).unwrap();
-    grads(&one, 1, false);
-    grads(&one, 2, true);
+    grads(&one, 1.0, false);
+    grads(&one, 2.0, true);
     assert_eq!(s1.at(0).lr_factor, s2.at(1).lr_factor);
     one.step(&mut coll, &s1.at(0)).unwrap();
     for (a, b) in adam_values(&opt).iter().zip(&adam_values(&one)) {
         assert!(a.allclose(b, 1e-6, 1e-7, false), "Adam's step on the summed gradients");
     }
+}
+
+/// Sets scalar-bank entry `name`'s first value.
+fn set_scalar(gpt: &Gpt, params: &[Param], name: &str, v: f64) {
+    let at = gpt.scalar_layout().iter().find(|e| e.name == name).unwrap().at;
+    let bank = params.iter().find(|p| p.name == "scalars").unwrap();
+    let _ = tch::no_grad(|| bank.tensor.shallow_clone().get(at as i64).fill_(v));
+}
+
+/// #40: the final hidden state is x − λ·(layer k's output): with λ = 1 and k the last layer
+/// nothing is left, so every logit is the softcap of 0, 30·σ(0) = 15; with λ = 0 the model is
+/// the one without backout. The bank is upstream's 64: smear's slot, then backout's.
+#[test]
+fn backout_takes_back_a_share_of_a_layer_output() {
+    assert_eq!(record_29_with("backout = 8", Scale::Full).backout, Some(8));
+    assert_eq!(
+        record_29_with("backout = 8", Scale::Lab).backout,
+        Some(2),
+        "layer 8 of 12 -> 2 of 4"
+    );
+    let full = build(&record_29_with("backout = 8\nsmear = 12", Scale::Full)).0;
+    let layout: Vec<(&str, usize)> =
+        full.scalar_layout().iter().map(|e| (e.name.as_str(), e.init.len())).collect();
+    let smear = layout.iter().position(|(n, _)| *n == "smear").unwrap();
+    assert_eq!(layout[smear..smear + 2], [("smear", 1), ("backout", 1)]);
+    assert_eq!(layout.iter().map(|e| e.1).sum::<usize>(), 64, "upstream #40: 72 -> 64 scalars");
+
+    let idx =
+        (Tensor::arange(64, (Kind::Int64, tch::Device::Cpu)) * 7).remainder(257).view([1, 64]);
+    let docs = Docs::from_lengths(&[40, 24], tch::Device::Cpu).unwrap();
+    let ctx = Ctx { docs: Some(docs), windows: (32, 16), ..Default::default() };
+    let logits = |backout: &str, lambda: Option<f64>| {
+        let (gpt, params, _vs) = build(&record_29_with(backout, Scale::Lab));
+        fill(&params, 7.0);
+        if let Some(v) = lambda {
+            set_scalar(&gpt, &params, "backout", v);
+        }
+        gpt.forward(&idx, &ctx).unwrap()
+    };
+    let flat = logits("backout = 11", Some(1.0)); // lab layer 3, the last
+    assert!(flat.allclose(&flat.full_like(15.0), 0.0, 1e-4, false), "nothing left: 30·σ(0)");
+    let plain = logits("", None);
+    assert!(logits("backout = 8", Some(0.0)).allclose(&plain, 1e-6, 1e-6, false));
+    let half = logits("backout = 8", None);
+    assert!(!half.allclose(&plain, 1e-3, 1e-3, false), "λ = 0.5 changes the output");
 }

@@ -3,6 +3,7 @@
 //! builds it (pre-LN blocks, learned positions, a head tied to the embedding, biases).
 use super::attend::Docs;
 use super::attention::Attention;
+use super::backout::Backout;
 use super::block::{Attn, Block, BlockIn, Ffn};
 use super::embedding::Embedding;
 use super::fp8_head::Fp8Scales;
@@ -42,6 +43,7 @@ pub struct Gpt {
     unet: Option<UNetSkips>,
     x0_lambdas: Option<X0Lambdas>,
     blocks: Vec<Block>,
+    backout: Option<Backout>,
     head: Head,
     scalars: ScalarBank,
     /// Matmuls run in this kind (bf16 on CUDA, fp32 on CPU).
@@ -86,8 +88,12 @@ impl Gpt {
         let head_dim = c / r.n_head as i64;
         let rope_kind = if r.bf16_rotary { compute } else { Kind::Float };
         if let Some(n) = r.smear {
-            embed = embed.with_smear(Smear::new(&mut ps, &mut scalars, n as i64, l, g.gate));
+            // Upstream reserved a slot per layer for smear's one lambda until #40 gave the
+            // spare slots back, keeping one for smear and one for backout.
+            let slots = if r.backout.is_some() { 1 } else { l };
+            embed = embed.with_smear(Smear::new(&mut ps, &mut scalars, n as i64, slots, g.gate));
         }
+        let backout = r.backout.map(|layer| Backout::new(&mut scalars, layer));
         let rope = r.rotary.as_ref().map(|rot| match (&r.yarn, &r.windows) {
             (Some(y), Some(w)) => {
                 let first = (w.schedule[0] * w.block) as i64;
@@ -177,7 +183,8 @@ impl Gpt {
         }
         scalars.create(&mut ps, g.scalars);
         let params = ps.into_params(compute);
-        let gpt = Gpt { embed, value_embeds, unet, x0_lambdas, blocks, head, scalars, compute };
+        let gpt =
+            Gpt { embed, value_embeds, unet, x0_lambdas, blocks, backout, head, scalars, compute };
         (gpt, params)
     }
 
@@ -207,6 +214,8 @@ impl Gpt {
         let ve = self.value_embeds.as_ref().map(|v| v.lookup(idx, self.compute));
         let mut x = x0.shallow_clone();
         let mut skips = Vec::new();
+        // Backout's kept layer output.
+        let mut kept = None;
         // k counts the layers that run: an empty one (upstream #35's layer 0) is skipped whole.
         let running = self.blocks.iter().enumerate().filter(|(_, b)| !b.is_empty());
         for (k, (i, block)) in running.enumerate() {
@@ -224,6 +233,12 @@ impl Gpt {
             if let Some(u) = &self.unet {
                 u.leave(k, &x, &mut skips);
             }
+            if self.backout.as_ref().is_some_and(|o| o.layer == i) {
+                kept = Some(x.shallow_clone());
+            }
+        }
+        if let (Some(o), Some(kept)) = (&self.backout, &kept) {
+            x = o.apply(&x, kept, &bank);
         }
         Ok(self.head.norm.forward(&x).view([b * t, -1])) // [B*T, C]
     }

@@ -1,6 +1,7 @@
 //! The GPT and its parts, one file per technique.
 pub mod attend;
 pub mod attention;
+pub mod backout;
 pub mod block;
 pub mod embedding;
 pub mod fp8_head;

@@ -23,6 +23,9 @@ impl LabRule {
             (Lab::Layers, toml::Value::String(p)) if p.chars().count() == self.layers.0 => {
                 *p = resample(p, self.layers.1)
             }
+            (Lab::Layer, toml::Value::Integer(n)) => {
+                *n = *n * self.layers.1 as i64 / self.layers.0 as i64
+            }
             (Lab::Tokens, toml::Value::Integer(n)) => *n = tokens(*n),
             (Lab::ValTokens, toml::Value::Integer(n)) => {
                 *n = tokens(*n).min(self.val_per_rank as i64)

@@ -13,6 +13,8 @@ pub enum Lab {
     Steps,
     /// A per-layer pattern: resampled to the lab's layer count.
     Layers,
+    /// A layer index: the lab layer whose slice of the full layers holds it.
+    Layer,
     /// A token length: scaled with seq_len.
     Tokens,
     /// A validation length: scaled with seq_len, capped at the lab's val tokens per rank.
@@ -109,7 +111,8 @@ pub const REGISTRY: &[Technique] = &[
     technique("attn_scale", &[20, 31], MODERN),
     technique("yarn", &[31], &["rotary", "windows", "attn_scale"]),
     technique("attn_gate", &[28], MODERN),
-    technique("smear", &[34], &["embed_norm", "muon"]),
+    technique("smear", &[34, 40], &["embed_norm", "muon"]),
+    Technique { lab: Lab::Layer, ..technique("backout", &[40], &[]) },
     technique("softcap", &[9, 18, 19, 28], &[]),
     technique("fp8_head", &[19, 21, 28], &["untied_head"]),
     technique("bf16_embeddings", &[18], &[]),
