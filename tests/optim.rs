@@ -102,6 +102,7 @@ fn muon_cfg(lr: f64, weight_decay: f64) -> MuonConfig {
         weight_decay,
         ns_steps: 5,
         orthogonalizer: Default::default(),
+        beta2: None,
         kind: Kind::Float,
     }
 }

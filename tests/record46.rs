@@ -8,6 +8,7 @@ use trainer::dist::single::Single;
 use trainer::model::attend::Docs;
 use trainer::model::params::{Opt, Param};
 use trainer::model::{Ctx, Gpt};
+use trainer::optim::normuon;
 use trainer::optim::optimizer::Optimizer;
 use trainer::optim::schedule::Schedule;
 use trainer::recipe::Scale;
@@ -134,4 +135,47 @@ fn backout_takes_back_a_share_of_a_layer_output() {
     assert!(logits("backout = 8", Some(0.0)).allclose(&plain, 1e-6, 1e-6, false));
     let half = logits("backout = 8", None);
     assert!(!half.allclose(&plain, 1e-3, 1e-3, false), "λ = 0.5 changes the output");
+}
+
+/// #41: two NorMuon steps against a float64 reference written out per column: the second
+/// moment is the β2-average of each column's mean square, every column is divided by its root,
+/// and the matrix keeps its Frobenius norm. Tall matrices keep one moment per row.
+#[test]
+fn normuon_normalizes_each_column_by_its_running_second_moment() {
+    let (m, r, c) = (2usize, 3usize, 5usize);
+    let shape = [m as i64, r as i64, c as i64];
+    let (v1, v2) = (pattern(&shape, 0.5, 1.0), pattern(&shape, 2.0, 0.3));
+    let mut s = normuon::second_moment(&shape);
+    assert_eq!(s.size(), [2, 1, 5]);
+    let _ = normuon::normalize(&v1, &mut s, 0.95);
+    let out = normuon::normalize(&v2, &mut s, 0.95);
+
+    let flat = |t: &Tensor| Vec::<f64>::try_from(t.to_kind(Kind::Double).flatten(0, -1)).unwrap();
+    let (a, b, got) = (flat(&v1), flat(&v2), flat(&out));
+    let at = |x: &[f64], k: usize, i: usize, j: usize| x[(k * r + i) * c + j];
+    for k in 0..m {
+        let ms =
+            |x: &[f64], j: usize| (0..r).map(|i| at(x, k, i, j).powi(2)).sum::<f64>() / r as f64;
+        let second: Vec<f64> =
+            (0..c).map(|j| 0.95 * (0.05 * ms(&a, j)) + 0.05 * ms(&b, j)).collect();
+        let scaled = |i: usize, j: usize| at(&b, k, i, j) / second[j].sqrt();
+        let norm = |f: &dyn Fn(usize, usize) -> f64| {
+            (0..r)
+                .flat_map(|i| (0..c).map(move |j| (i, j)))
+                .map(|(i, j)| f(i, j).powi(2))
+                .sum::<f64>()
+                .sqrt()
+        };
+        let ratio = norm(&|i, j| at(&b, k, i, j)) / norm(&scaled);
+        for i in 0..r {
+            for j in 0..c {
+                let want = scaled(i, j) * ratio;
+                assert!(
+                    (at(&got, k, i, j) - want).abs() < 1e-5 * want.abs().max(1.0),
+                    "{k} {i} {j}"
+                );
+            }
+        }
+    }
+    assert_eq!(normuon::second_moment(&[4, 2]).size(), [4, 1], "tall: one moment per row");
 }

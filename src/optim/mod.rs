@@ -3,6 +3,7 @@ pub mod adamw;
 pub mod dist_adam;
 pub mod muon;
 pub mod newton_schulz;
+pub mod normuon;
 pub mod optimizer;
 pub mod polar_express;
 pub mod schedule;

@@ -1,5 +1,6 @@
 //! Muon: SGD with Nesterov momentum whose update is orthogonalized by Newton–Schulz
-//! (record #3) or Polar Express (upstream #38), distributed as in record #29.
+//! (record #3) or Polar Express (upstream #38), then normalized per neuron by NorMuon
+//! (upstream #41) when the recipe says so; distributed as in record #29.
 //!
 //! Params of equal shape form a group; each group is walked in chunks of `world` params. Per
 //! chunk the ranks reduce-scatter the stacked local grads (Op::Avg), so rank r receives the
@@ -10,7 +11,8 @@
 //! ```text
 //! buf ← μ·buf + (1−μ)·g          (lerp form, #15; fp32)
 //! u   ← (1−μ)·g + μ·buf          (Nesterov)
-//! p   ← p·(1 − lr·wd) − lr·lr_mul·max(1, rows/cols)^½·NS5(u)      (lr includes the schedule)
+//! o   ← NS5(u)                   (or Polar Express; then NorMuon's normalize(o, s, β2))
+//! p   ← p·(1 − lr·wd) − lr·lr_mul·max(1, rows/cols)^½·o      (lr includes the schedule)
 //! ```
 //! Weight decay applies to the params whose group decays (upstream: all of them).
 //!
@@ -21,7 +23,7 @@
 //! smallest first) decide which rank orthogonalizes which matrix and how much padding the
 //! collectives carry, not the update, which is the same per parameter.
 use super::newton_schulz::orthogonalize;
-use super::polar_express;
+use super::{normuon, polar_express};
 use crate::dist::{Collectives, Op};
 use crate::model::params::Param;
 use crate::recipe::Orthogonalizer;
@@ -35,6 +37,8 @@ pub struct MuonConfig {
     /// Newton–Schulz iterations (5 upstream).
     pub ns_steps: usize,
     pub orthogonalizer: Orthogonalizer,
+    /// NorMuon's second-moment decay; None: plain Muon.
+    pub beta2: Option<f64>,
     /// The kind Newton–Schulz computes in: bf16 on CUDA, fp32 on CPU.
     pub kind: Kind,
 }
@@ -46,6 +50,8 @@ pub struct Muon {
     cfg: MuonConfig,
     /// Momentum buffer (fp32, param shape) of each param this rank owns; `None` elsewhere.
     bufs: Vec<Option<Tensor>>,
+    /// NorMuon's second moment (fp32, [.., 1, cols]) of each param this rank owns.
+    seconds: Vec<Option<Tensor>>,
 }
 
 impl Muon {
@@ -60,7 +66,8 @@ impl Muon {
             }
         }
         let bufs = params.iter().map(|_| None).collect();
-        Ok(Muon { params, groups, cfg, bufs })
+        let seconds = params.iter().map(|_| None).collect();
+        Ok(Muon { params, groups, cfg, bufs, seconds })
     }
 
     pub fn params(&self) -> &[Param] {
@@ -147,10 +154,16 @@ impl Muon {
         let buf = self.bufs[i].get_or_insert_with(|| g.zeros_like());
         let _ = buf.lerp_(&g, 1.0 - momentum);
         let u = g.lerp(buf, momentum);
-        let o = match self.cfg.orthogonalizer {
+        let mut o = match self.cfg.orthogonalizer {
             Orthogonalizer::NewtonSchulz => orthogonalize(&u, self.cfg.ns_steps, self.cfg.kind),
             Orthogonalizer::PolarExpress => polar_express::orthogonalize(&u, self.cfg.kind),
         };
+        if let Some(beta2) = self.cfg.beta2 {
+            let shape = o.size();
+            let s = self.seconds[i]
+                .get_or_insert_with(|| normuon::second_moment(&shape).to_device(o.device()));
+            o = normuon::normalize(&o, s, beta2);
+        }
         let eff_lr = lr * self.params[i].group.lr_mul * shape_factor;
         o.to_kind(self.params[i].tensor.kind()) * eff_lr
     }
@@ -164,24 +177,28 @@ impl Muon {
         Ok(())
     }
 
-    /// Deep copies of the state, one tensor per param: its momentum buffer, or an empty tensor
-    /// where this rank holds none. Upstream saves around its untimed warmup steps.
+    /// Deep copies of the state, two tensors per param: its momentum buffer and NorMuon's
+    /// second moment, each an empty tensor where this rank holds none. Upstream saves around
+    /// its untimed warmup steps.
     pub fn save(&self) -> Vec<Tensor> {
         let none = || Tensor::zeros([0], (Kind::Float, tch::Device::Cpu));
-        self.bufs.iter().map(|b| b.as_ref().map_or_else(none, Tensor::copy)).collect()
+        let copy = |b: &Option<Tensor>| b.as_ref().map_or_else(none, Tensor::copy);
+        self.bufs.iter().zip(&self.seconds).flat_map(|(b, s)| [copy(b), copy(s)]).collect()
     }
 
     /// Puts back what [`Muon::save`] returned.
     pub fn restore(&mut self, saved: &[Tensor]) -> Result<()> {
-        if saved.len() != self.params.len() {
+        if saved.len() != 2 * self.params.len() {
             bail!("muon: restore got {} tensors for {} params", saved.len(), self.params.len());
         }
-        for ((buf, s), p) in self.bufs.iter_mut().zip(saved).zip(&self.params) {
-            *buf = match s.numel() {
+        let state = self.bufs.iter_mut().zip(self.seconds.iter_mut());
+        for ((buf, second), (s, p)) in state.zip(saved.chunks(2).zip(&self.params)) {
+            *buf = match s[0].numel() {
                 0 => None,
-                _ if s.size() == p.tensor.size() => Some(s.copy()),
-                _ => bail!("muon: saved state {:?} does not fit {}", s.size(), p.name),
+                _ if s[0].size() == p.tensor.size() => Some(s[0].copy()),
+                _ => bail!("muon: saved state {:?} does not fit {}", s[0].size(), p.name),
             };
+            *second = (s[1].numel() > 0).then(|| s[1].copy());
         }
         Ok(())
     }

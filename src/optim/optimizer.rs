@@ -53,6 +53,7 @@ impl Optimizer {
             weight_decay: m.weight_decay,
             ns_steps: m.ns_steps,
             orthogonalizer: m.orthogonalizer,
+            beta2: m.beta2,
             kind: compute,
         };
         Ok(Optimizer::MuonAdam {

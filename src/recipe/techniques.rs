@@ -136,6 +136,10 @@ pub struct Muon {
     /// (upstream #39: 50).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub momentum_cooldown: Option<u64>,
+    /// NorMuon: the orthogonalized update normalized per neuron by a running second moment
+    /// with this decay (upstream #41: 0.95; src/optim/normuon.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beta2: Option<f64>,
     /// How the update is orthogonalized: Newton–Schulz (#3) or Polar Express (#38).
     #[serde(default, skip_serializing_if = "Orthogonalizer::is_newton_schulz")]
     pub orthogonalizer: Orthogonalizer,
