@@ -156,6 +156,10 @@ pub struct Recipe {
     /// ends `iteration_extension` steps early, its progress capped at 0.9999.
     #[serde(default)]
     pub iteration_extension: u64,
+    /// The extension runs at the lr floor and at the final validation's windows (`final_ws`,
+    /// YaRN with them) instead of where the schedules ended (upstream #42).
+    #[serde(default)]
+    pub extension_final: bool,
     /// Untimed steps on real batches before the clock starts, then model, optimizer and loader
     /// are reset (upstream's explicit warmup: 10 steps, 30 from #29).
     #[serde(default)]

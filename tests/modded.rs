@@ -83,7 +83,7 @@ fn relu2_mlp_squares_the_positive_part_and_starts_at_zero_with_zero_proj() {
     let vs = nn::VarStore::new(Device::Cpu);
     let g = Group { opt: Opt::Muon, lr_mul: 1.0, decay: true, storage: Storage::Fp32 };
     let mut ps = ParamSet::new(vs.root());
-    let mlp = Relu2Mlp::new(&mut ps, "mlp", 4, 0.5, false, g);
+    let mlp = Relu2Mlp::new(&mut ps, "mlp", 4, 0.5, false, (g, g));
     let params = ps.into_params(Kind::Float);
     let (fc, proj) = (&params[0].tensor, &params[1].tensor);
     assert_eq!((fc.size(), proj.size()), (vec![4, 16], vec![4, 16]), "both stored [C, 4C]");
@@ -94,7 +94,7 @@ fn relu2_mlp_squares_the_positive_part_and_starts_at_zero_with_zero_proj() {
     let want = (&h * h.gt(0.0)).square().matmul(&pd.tr());
     assert!(close(&mlp.forward(&x), &want) < 1e-5);
     let mut ps = ParamSet::new(vs.root().sub("z"));
-    let zero = Relu2Mlp::new(&mut ps, "mlp", 4, 0.5, true, g);
+    let zero = Relu2Mlp::new(&mut ps, "mlp", 4, 0.5, true, (g, g));
     assert_eq!(zero.forward(&x).abs().max().double_value(&[]), 0.0);
 }
 

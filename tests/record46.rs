@@ -179,3 +179,36 @@ fn normuon_normalizes_each_column_by_its_running_second_moment() {
     }
     assert_eq!(normuon::second_moment(&[4, 2]).size(), [4, 1], "tall: one moment per row");
 }
+
+/// #42: c_fc steps at twice Muon's lr; the 40 extension steps run at the lr floor and at the
+/// final validation's ws 13 (YaRN with it), the final validation still widens the long layers.
+#[test]
+fn the_extension_runs_at_the_floor_and_the_final_windows() {
+    let r = record_29_with(
+        "lr_mul = { embed = 75.0, head = 1.0, scalars = 5.0, c_fc = 2.0 }
+steps = 2160
+iteration_extension = 40
+extension_final = true
+windows = { block = 128, schedule = [3, 7, 11], final_ws = 13, final_long = 20 }
+lr_schedule = { kind = \"stable_decay\", cooldown_frac = 0.5 }",
+        Scale::Full,
+    );
+    let params = build(&record_29_with(
+        "lr_mul = { embed = 75.0, head = 1.0, scalars = 5.0, c_fc = 2.0 }",
+        Scale::Lab,
+    ))
+    .1;
+    let mul = |name: &str| params.iter().find(|p| p.name == name).unwrap().group.lr_mul;
+    assert_eq!((mul("blocks.1.mlp.c_fc"), mul("blocks.1.mlp.c_proj")), (2.0, 1.0));
+
+    let s = Schedule::new(&r);
+    let last = s.at(2119);
+    assert_eq!((last.windows, last.yarn_window), ((1408, 640), 1408));
+    assert!((last.lr_factor - (0.1 + 0.9 * 2.0 * (1.0 / 2120.0))).abs() < 1e-12);
+    for step in [2120, 2140, 2159] {
+        let p = s.at(step);
+        assert_eq!((p.windows, p.yarn_window, p.lr_factor), ((1664, 768), 1664, 0.1), "{step}");
+    }
+    let fin = s.at(2160);
+    assert_eq!((fin.windows, fin.yarn_window), ((2560, 768), 1664));
+}

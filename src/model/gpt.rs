@@ -153,7 +153,7 @@ impl Gpt {
                         c,
                         bound,
                         r.zero_proj,
-                        g.hidden,
+                        (g.c_fc, g.hidden),
                     )),
                 };
                 let norm = (r.norm, r.ln_eps);

@@ -46,6 +46,8 @@ pub struct Groups {
     pub scalars: Group,
     /// Matrices inside the blocks.
     pub hidden: Group,
+    /// The MLP's c_fc: `hidden` with its own lr multiplier from upstream #42.
+    pub c_fc: Group,
     /// The small gates' matrices (attention gates): Muon, bf16 on CUDA with bf16_linears.
     pub gate: Group,
     /// Biases and norm weights.
@@ -58,7 +60,7 @@ impl Groups {
         if r.muon.is_none() {
             let (matrix, vector) = (fp32(Opt::AdamW, 1.0, true), fp32(Opt::AdamW, 1.0, false));
             let (embed, head, scalars, hidden, gate) = (matrix, matrix, vector, matrix, matrix);
-            return Groups { embed, head, scalars, hidden, gate, vector };
+            return Groups { embed, head, scalars, hidden, c_fc: hidden, gate, vector };
         }
         // Upstream's optimizers decay every parameter (with weight_decay 0 until #46).
         let mul = |f: fn(&crate::recipe::LrMul) -> f64| r.lr_mul.as_ref().map_or(1.0, f);
@@ -70,6 +72,7 @@ impl Groups {
             gate: Group { storage: linear_storage, ..fp32(Opt::Muon, 1.0, true) },
             scalars: fp32(Opt::Adam, mul(|m| m.scalars), true),
             hidden: fp32(Opt::Muon, 1.0, true),
+            c_fc: fp32(Opt::Muon, r.lr_mul.as_ref().and_then(|m| m.c_fc).unwrap_or(1.0), true),
             vector: fp32(Opt::Adam, 1.0, true),
         }
     }

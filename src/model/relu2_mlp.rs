@@ -10,20 +10,21 @@ pub struct Relu2Mlp {
 
 impl Relu2Mlp {
     /// `bound`: the uniform init of c_fc; c_proj is zero when `zero_proj` (upstream #5) and
-    /// shares c_fc's init otherwise.
+    /// shares c_fc's init otherwise. `groups`: c_fc's and c_proj's (upstream #42 gives c_fc
+    /// twice the lr).
     pub fn new(
         ps: &mut ParamSet,
         name: &str,
         c: i64,
         bound: f64,
         zero_proj: bool,
-        g: Group,
+        (g_fc, g_proj): (Group, Group),
     ) -> Self {
-        let c_fc = ps.uniform(&format!("{name}.c_fc"), &[c, 4 * c], bound, g);
+        let c_fc = ps.uniform(&format!("{name}.c_fc"), &[c, 4 * c], bound, g_fc);
         let c_proj = if zero_proj {
-            ps.zeros(&format!("{name}.c_proj"), &[c, 4 * c], g)
+            ps.zeros(&format!("{name}.c_proj"), &[c, 4 * c], g_proj)
         } else {
-            ps.uniform(&format!("{name}.c_proj"), &[c, 4 * c], bound, g)
+            ps.uniform(&format!("{name}.c_proj"), &[c, 4 * c], bound, g_proj)
         };
         Relu2Mlp { c_fc, c_proj }
     }

@@ -31,6 +31,8 @@ pub struct Schedule {
     untimed_warmup: u64,
     /// Steps at the end past the schedules' clock (upstream #35).
     extension: u64,
+    /// The extension runs at the lr floor and the final windows (upstream #42).
+    extension_final: bool,
 }
 
 impl Schedule {
@@ -48,6 +50,7 @@ impl Schedule {
             windows: r.windows.clone(),
             untimed_warmup: r.untimed_warmup,
             extension: r.iteration_extension,
+            extension_final: r.extension_final,
         }
     }
 
@@ -66,7 +69,10 @@ impl Schedule {
         // With an extension, lr and windows run on the scheduled steps and stay at their
         // end (upstream #35 caps the progress at 0.9999) through the extension.
         let clock = steps - self.extension.min(steps);
+        // Upstream #42: the extension sits at the lr floor and the final windows.
+        let extending = self.extension_final && step >= clock;
         let lr_factor = match self.lr {
+            _ if extending => self.min_lr_frac,
             LrSchedule::WarmupCosine => {
                 warmup_cosine(step, steps, self.warmup_steps, 1.0, self.min_lr_frac)
             }
@@ -87,6 +93,10 @@ impl Schedule {
             // The final validation (upstream #31, #33): YaRN extended to final_ws, the long
             // layers' window widened to final_long.
             Some(w) if step == steps && w.final_ws.is_some() => w.final_sizes().unwrap_or_default(),
+            Some(w) if extending => {
+                let sizes = w.sizes_of(w.final_ws.unwrap_or(w.schedule[w.schedule.len() - 1]));
+                (sizes, sizes.0)
+            }
             Some(w) => (w.sizes(step, clock), w.sizes(step, clock).0),
         };
         Plan { step, lr_factor, momentum, windows, yarn_window }

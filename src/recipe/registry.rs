@@ -129,12 +129,13 @@ pub const REGISTRY: &[Technique] = &[
         ]),
         ..technique("muon", &[3, 4, 6, 8, 9, 13, 15, 24, 32, 36, 39, 41], &[])
     },
-    technique("lr_mul", &[24], &["muon"]),
+    technique("lr_mul", &[24, 42], &["muon"]),
     technique("adam_every", &[39], &["muon"]),
     technique("lr_schedule", &[4, 19], &[]),
     technique("loss_sum", &[21], &[]),
     Technique { lab: Lab::Steps, ..technique("untimed_warmup", &[29], &[]) },
     Technique { lab: Lab::Steps, ..technique("iteration_extension", &[35], &["lr_schedule"]) },
+    technique("extension_final", &[42], &["iteration_extension", "windows"]),
 ];
 
 /// The entry of `key`.

@@ -161,13 +161,16 @@ impl Orthogonalizer {
     }
 }
 
-/// Adam's per-tensor lr multipliers (upstream #24), on top of the recipe's `lr`.
+/// Per-tensor lr multipliers on top of the optimizer's lr: Adam's (upstream #24) and, from
+/// upstream #42, Muon's for the MLP's c_fc (2).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LrMul {
     pub embed: f64,
     pub head: f64,
     pub scalars: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub c_fc: Option<f64>,
 }
 
 /// The learning-rate multiplier over training.
