@@ -103,6 +103,7 @@ fn muon_cfg(lr: f64, weight_decay: f64) -> MuonConfig {
         ns_steps: 5,
         orthogonalizer: Default::default(),
         beta2: None,
+        cautious_wd: false,
         kind: Kind::Float,
     }
 }

@@ -6,11 +6,14 @@ use common::{build, record_29_with};
 use tch::{Kind, Tensor};
 use trainer::dist::single::Single;
 use trainer::model::attend::Docs;
+use trainer::model::params::{Group, Storage};
 use trainer::model::params::{Opt, Param};
 use trainer::model::{Ctx, Gpt};
-use trainer::optim::normuon;
+use trainer::optim::muon::{Muon, MuonConfig};
 use trainer::optim::optimizer::Optimizer;
 use trainer::optim::schedule::Schedule;
+use trainer::optim::{cautious_wd, normuon};
+use trainer::recipe::Orthogonalizer;
 use trainer::recipe::Scale;
 
 fn adam_values(opt: &Optimizer) -> Vec<Tensor> {
@@ -211,4 +214,37 @@ lr_schedule = { kind = \"stable_decay\", cooldown_frac = 0.5 }",
     }
     let fin = s.at(2160);
     assert_eq!((fin.windows, fin.yarn_window), ((2560, 768), 1664));
+}
+
+/// #43: decay only where the update and the weight agree in sign, by hand; in Muon the rate is
+/// eff_lr·lr·wd, the square of the schedule: a zero gradient orthogonalizes to a zero update,
+/// which agrees with every entry, so the weights shrink by exactly 1 − rate.
+#[test]
+fn cautious_weight_decay_spares_entries_the_update_grows() {
+    let mut p = Tensor::from_slice(&[1.0f32, -2.0, 3.0, -4.0]).view([2, 2]);
+    let update = Tensor::from_slice(&[0.5f32, 0.5, -0.5, -0.5]).view([2, 2]);
+    cautious_wd::step(&mut p, &update, 0.1).unwrap();
+    let want = Tensor::from_slice(&[1.0f32 - 0.5 - 0.1, -2.5, 3.5, -4.0 + 0.5 + 0.4]).view([2, 2]);
+    assert!(p.allclose(&want, 1e-6, 1e-7, false), "{p}");
+
+    let group = Group { opt: Opt::Muon, lr_mul: 2.0, decay: true, storage: Storage::Fp32 };
+    let w = pattern(&[4, 8], 0.3, 1.0);
+    let tensor = w.copy().set_requires_grad(true);
+    (&tensor * 0.0).sum(Kind::Float).backward(); // a zero gradient
+    let param = Param { name: "w".into(), tensor: tensor.shallow_clone(), group };
+    let cfg = MuonConfig {
+        lr: 0.02,
+        weight_decay: 1.2,
+        ns_steps: 5,
+        orthogonalizer: Orthogonalizer::PolarExpress,
+        beta2: Some(0.95),
+        cautious_wd: true,
+        kind: Kind::Float,
+    };
+    let mut muon = Muon::new(vec![param], cfg).unwrap();
+    muon.step(&mut Single, 0.5, 0.95).unwrap();
+    let (lr, eff_lr) = (0.02 * 0.5, 0.02 * 0.5 * 2.0);
+    let want = &w * (1.0 - eff_lr * lr * 1.2);
+    let diff = (tensor.detach() - &want).abs().max().double_value(&[]);
+    assert!(diff < 1e-6, "{diff}");
 }

@@ -1,5 +1,6 @@
 //! Optimizers and learning-rate schedules.
 pub mod adamw;
+pub mod cautious_wd;
 pub mod dist_adam;
 pub mod muon;
 pub mod newton_schulz;

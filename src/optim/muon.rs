@@ -14,7 +14,8 @@
 //! o   ← NS5(u)                   (or Polar Express; then NorMuon's normalize(o, s, β2))
 //! p   ← p·(1 − lr·wd) − lr·lr_mul·max(1, rows/cols)^½·o      (lr includes the schedule)
 //! ```
-//! Weight decay applies to the params whose group decays (upstream: all of them).
+//! Weight decay applies to the params whose group decays (upstream: all of them); from upstream
+//! #43 it is cautious and coupled to the lr (src/optim/cautious_wd.rs).
 //!
 //! Upstream #36 stores each layer's QKVO weight as (768, 3072), the MLP matrices' shape, so that
 //! attention and MLP share one reduce-scatter, and orthogonalizes it viewed as (4, 768, 768):
@@ -23,7 +24,7 @@
 //! smallest first) decide which rank orthogonalizes which matrix and how much padding the
 //! collectives carry, not the update, which is the same per parameter.
 use super::newton_schulz::orthogonalize;
-use super::{normuon, polar_express};
+use super::{cautious_wd, normuon, polar_express};
 use crate::dist::{Collectives, Op};
 use crate::model::params::Param;
 use crate::recipe::Orthogonalizer;
@@ -39,6 +40,8 @@ pub struct MuonConfig {
     pub orthogonalizer: Orthogonalizer,
     /// NorMuon's second-moment decay; None: plain Muon.
     pub beta2: Option<f64>,
+    /// Cautious, lr-coupled weight decay (upstream #43).
+    pub cautious_wd: bool,
     /// The kind Newton–Schulz computes in: bf16 on CUDA, fp32 on CPU.
     pub kind: Kind,
 }
@@ -94,8 +97,7 @@ impl Muon {
             for group in self.groups.clone() {
                 let first = &self.params[group[0]].tensor;
                 let (shape, kind, device) = (first.size(), first.kind(), first.device());
-                let (rows, cols) = (shape[shape.len() - 2], shape[shape.len() - 1]);
-                let shape_factor = (rows as f64 / cols as f64).max(1.0).sqrt();
+                let shape_factor = shape_factor(&shape);
                 let stacked_shape: Vec<i64> =
                     std::iter::once(world as i64).chain(shape.iter().copied()).collect();
                 for chunk in group.chunks(world) {
@@ -132,9 +134,8 @@ impl Muon {
     /// itself on the lab's small matrices.
     fn step_alone(&mut self, lr: f64, momentum: f64) -> Result<()> {
         for i in 0..self.params.len() {
-            let (shape, grad) = (self.params[i].tensor.size(), self.params[i].tensor.grad());
-            let (rows, cols) = (shape[shape.len() - 2], shape[shape.len() - 1]);
-            let shape_factor = (rows as f64 / cols as f64).max(1.0).sqrt();
+            let grad = self.params[i].tensor.grad();
+            let shape_factor = shape_factor(&grad.size());
             let update = self.update(i, &grad, (lr, shape_factor), momentum);
             self.apply(i, lr, &update)?;
         }
@@ -170,8 +171,13 @@ impl Muon {
 
     /// Decays param `i` (when its group decays) and subtracts `update`.
     fn apply(&self, i: usize, lr: f64, update: &Tensor) -> Result<()> {
-        let wd = if self.params[i].group.decay { self.cfg.weight_decay } else { 0.0 };
-        let mut p = self.params[i].tensor.shallow_clone();
+        let param = &self.params[i];
+        let wd = if param.group.decay { self.cfg.weight_decay } else { 0.0 };
+        let mut p = param.tensor.shallow_clone();
+        if self.cfg.cautious_wd {
+            let eff_lr = lr * param.group.lr_mul * shape_factor(&p.size());
+            return cautious_wd::step(&mut p, update, eff_lr * lr * wd);
+        }
         let _ = p.f_mul_scalar_(1.0 - lr * wd)?;
         let _ = p.f_sub_(update)?;
         Ok(())
@@ -202,4 +208,10 @@ impl Muon {
         }
         Ok(())
     }
+}
+
+/// Muon's √max(1, rows/cols): tall matrices take larger steps.
+fn shape_factor(shape: &[i64]) -> f64 {
+    let (rows, cols) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+    (rows as f64 / cols as f64).max(1.0).sqrt()
 }

@@ -54,6 +54,7 @@ impl Optimizer {
             ns_steps: m.ns_steps,
             orthogonalizer: m.orthogonalizer,
             beta2: m.beta2,
+            cautious_wd: m.cautious_wd,
             kind: compute,
         };
         Ok(Optimizer::MuonAdam {

@@ -127,7 +127,7 @@ pub const REGISTRY: &[Technique] = &[
             ("momentum_cooldown", Lab::Steps),
             ("ns_steps", Lab::Same),
         ]),
-        ..technique("muon", &[3, 4, 6, 8, 9, 13, 15, 24, 32, 36, 39, 41], &[])
+        ..technique("muon", &[3, 4, 6, 8, 9, 13, 15, 24, 32, 36, 39, 41, 43], &[])
     },
     technique("lr_mul", &[24, 42], &["muon"]),
     technique("adam_every", &[39], &["muon"]),

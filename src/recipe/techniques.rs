@@ -140,6 +140,10 @@ pub struct Muon {
     /// with this decay (upstream #41: 0.95; src/optim/normuon.rs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub beta2: Option<f64>,
+    /// Cautious weight decay, coupled to the scheduled lr (upstream #43;
+    /// src/optim/cautious_wd.rs).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cautious_wd: bool,
     /// How the update is orthogonalized: Newton–Schulz (#3) or Polar Express (#38).
     #[serde(default, skip_serializing_if = "Orthogonalizer::is_newton_schulz")]
     pub orthogonalizer: Orthogonalizer,
