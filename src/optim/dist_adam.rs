@@ -11,6 +11,12 @@
 //! decay applies to the params whose group decays (upstream: all of them). Each line is computed
 //! in fp32 and rounded once into a low-precision state or param (bf16 embeddings on CUDA), as
 //! upstream's compiled step does; for fp32 params this is the same arithmetic.
+//!
+//! Upstream #44 launches each param's reduce-scatter from a post-accumulate-grad hook, as soon
+//! as backward has finished its grad (the lm_head's and the last layers' first), so the
+//! communication overlaps the rest of backward; `step` then waits on them in reverse order.
+//! tch exposes no autograd hooks, so ours reduce-scatters in `step`, after backward: the same
+//! numbers, without the overlap. With one rank (the lab) there is nothing to overlap.
 use crate::dist::{Collectives, Op};
 use crate::model::params::Param;
 use anyhow::{bail, ensure, Context, Result};
