@@ -82,6 +82,13 @@ pub struct Recipe {
     /// so each skip starts at σ(-1.5) = 0.18).
     #[serde(default)]
     pub skip_gate: Option<f64>,
+    /// One gated skip from layer `[0]`'s output to layer `[1]`'s input instead of the U-net's
+    /// pairs (upstream #45: [4, 7]).
+    #[serde(default)]
+    pub single_skip: Option<[usize; 2]>,
+    /// The block lambdas' (λ0, λ1) init is (this, 0) instead of (1, 0) (upstream #45: 1.1).
+    #[serde(default)]
+    pub block_lambda_init: Option<f64>,
     /// Rotary tables and the rotation in the compute kind (bf16 on CUDA; upstream #32).
     #[serde(default)]
     pub bf16_rotary: bool,
@@ -349,6 +356,17 @@ impl Recipe {
         }
         let running = (0..l).filter(|&i| !self.skips_layer(i)).count();
         ensure!(!self.unet || running >= 2, "recipe: unet needs two layers that run");
+        ensure!(
+            self.skip_gate.is_none() || self.unet || self.single_skip.is_some(),
+            "recipe: skip_gate needs unet or single_skip"
+        );
+        if let Some([from, to]) = self.single_skip {
+            ensure!(!self.unet, "recipe: single_skip replaces unet; set one of them");
+            ensure!(
+                from < to && to < l && l / 2 <= to && !self.skips_layer(from),
+                "recipe: single_skip = [{from}, {to}] needs from < to, a running from, and to in the second half of the {l} layers"
+            );
+        }
         if let Some(w) = &self.windows {
             ensure!(
                 w.block > 0 && !w.schedule.is_empty(),

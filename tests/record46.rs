@@ -248,3 +248,44 @@ fn cautious_weight_decay_spares_entries_the_update_grows() {
     let diff = (tensor.detach() - &want).abs().max().double_value(&[]);
     assert!(diff < 1e-6, "{diff}");
 }
+
+/// #45: layer 4's output joins layer 7's input through σ(skip[7 − 6]) (lab: 1 -> 2 through
+/// skip[0]); with that weight at −30 the model is the one without skips, and the other skip
+/// slots do nothing. Block lambdas start at (1.1, 0).
+#[test]
+fn a_single_gated_skip_replaces_the_unet() {
+    let skip = "unet = false\nsingle_skip = [4, 7]\nskip_gate = -1.5\nblock_lambda_init = 1.1";
+    assert_eq!(record_29_with(skip, Scale::Lab).single_skip, Some([1, 2]));
+    let idx =
+        (Tensor::arange(64, (Kind::Int64, tch::Device::Cpu)) * 5).remainder(257).view([1, 64]);
+    let docs = Docs::from_lengths(&[30, 34], tch::Device::Cpu).unwrap();
+    let ctx = Ctx { docs: Some(docs), windows: (32, 16), ..Default::default() };
+    let logits = |lines: &str, slot: Option<(i64, f64)>| {
+        let (gpt, params, _vs) = build(&record_29_with(lines, Scale::Lab));
+        fill(&params, 11.0);
+        let layout = gpt.scalar_layout();
+        let lambdas = layout.iter().find(|e| e.name == "block_lambdas").unwrap();
+        assert_eq!(lambdas.init[..2], [1.1, 0.0]);
+        if let Some((k, v)) = slot {
+            let at = layout.iter().find(|e| e.name == "skip").unwrap().at as i64 + k;
+            let bank = params.iter().find(|p| p.name == "scalars").unwrap();
+            let _ = tch::no_grad(|| bank.tensor.shallow_clone().get(at).fill_(v));
+        }
+        gpt.forward(&idx, &ctx).unwrap()
+    };
+    let none = logits("unet = false\nblock_lambda_init = 1.1", None);
+    let closed = logits(skip, Some((0, -30.0)));
+    assert!(closed.allclose(&none, 1e-5, 1e-5, false), "a closed gate is no skip");
+    let open = logits(skip, None);
+    assert!(!open.allclose(&none, 1e-3, 1e-3, false), "σ(-1.5) of layer 1's output");
+    assert!(logits(skip, Some((1, -30.0))).allclose(&open, 0.0, 0.0, false), "slot 1 is unused");
+
+    let x = Tensor::ones([1, 2, 3], (Kind::Float, tch::Device::Cpu));
+    let mut bank = trainer::model::scalars::ScalarBank::default();
+    let s = trainer::model::single_skip::SingleSkip::new(&mut bank, 12, (4, 7), -1.5);
+    let mut w = [0.0f32; 12];
+    w[1] = 2.0; // slot 7 - 6
+    let got = s.add(&x, &(&x * 3.0), &Tensor::from_slice(&w));
+    let want = 1.0 + 3.0 / (1.0 + (-2.0f64).exp());
+    assert!((got.double_value(&[0, 1, 2]) - want).abs() < 1e-6);
+}

@@ -14,6 +14,7 @@ use super::params::{Groups, Param, ParamSet};
 use super::relu2_mlp::Relu2Mlp;
 use super::rotary::Rotary;
 use super::scalars::{Entry, ScalarBank};
+use super::single_skip::SingleSkip;
 use super::smear::Smear;
 use super::unet::UNetSkips;
 use super::value_embed::ValueEmbeds;
@@ -41,6 +42,7 @@ pub struct Gpt {
     embed: Embedding,
     value_embeds: Option<ValueEmbeds>,
     unet: Option<UNetSkips>,
+    skip: Option<SingleSkip>,
     x0_lambdas: Option<X0Lambdas>,
     blocks: Vec<Block>,
     backout: Option<Backout>,
@@ -81,7 +83,10 @@ impl Gpt {
         let mut scalars = ScalarBank::default();
         let running = (0..l).filter(|&i| !r.skips_layer(i)).count();
         let unet = r.unet.then(|| UNetSkips::new(&mut scalars, (l, running), r.skip_gate));
-        let x0_lambdas = r.x0_lambdas.then(|| X0Lambdas::new(&mut scalars, l));
+        let skip = (r.single_skip.zip(r.skip_gate))
+            .map(|([from, to], gate)| SingleSkip::new(&mut scalars, l, (from, to), gate));
+        let lambda0 = r.block_lambda_init.unwrap_or(1.0) as f32;
+        let x0_lambdas = r.x0_lambdas.then(|| X0Lambdas::new(&mut scalars, l, lambda0));
         let value_lambdas =
             (r.attn_layers.as_ref()).map(|_| scalars.reserve("value_lambdas", &vec![0.5; 2 * l]));
         let longest = (r.batch_rows * r.seq_len).max(r.val_seq_len.unwrap_or(0)) as i64;
@@ -183,8 +188,18 @@ impl Gpt {
         }
         scalars.create(&mut ps, g.scalars);
         let params = ps.into_params(compute);
-        let gpt =
-            Gpt { embed, value_embeds, unet, x0_lambdas, blocks, backout, head, scalars, compute };
+        let gpt = Gpt {
+            embed,
+            value_embeds,
+            unet,
+            skip,
+            x0_lambdas,
+            blocks,
+            backout,
+            head,
+            scalars,
+            compute,
+        };
         (gpt, params)
     }
 
@@ -214,13 +229,18 @@ impl Gpt {
         let ve = self.value_embeds.as_ref().map(|v| v.lookup(idx, self.compute));
         let mut x = x0.shallow_clone();
         let mut skips = Vec::new();
-        // Backout's kept layer output.
-        let mut kept = None;
+        // Backout's and the single skip's kept layer outputs.
+        let (mut kept, mut skipped) = (None, None);
         // k counts the layers that run: an empty one (upstream #35's layer 0) is skipped whole.
         let running = self.blocks.iter().enumerate().filter(|(_, b)| !b.is_empty());
         for (k, (i, block)) in running.enumerate() {
             if let Some(u) = &self.unet {
                 x = u.enter(k, x, &mut skips, &bank)?;
+            }
+            if let (Some(s), Some(from)) = (&self.skip, &skipped) {
+                if s.to == i {
+                    x = s.add(&x, from, &bank);
+                }
             }
             if let Some(l) = &self.x0_lambdas {
                 x = l.mix(i, &x, &x0, &bank);
@@ -232,6 +252,9 @@ impl Gpt {
             x = block.forward(x, &input)?;
             if let Some(u) = &self.unet {
                 u.leave(k, &x, &mut skips);
+            }
+            if self.skip.as_ref().is_some_and(|s| s.from == i) {
+                skipped = Some(x.shallow_clone());
             }
             if self.backout.as_ref().is_some_and(|o| o.layer == i) {
                 kept = Some(x.shallow_clone());

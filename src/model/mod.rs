@@ -13,6 +13,7 @@ pub mod params;
 pub mod relu2_mlp;
 pub mod rotary;
 pub mod scalars;
+pub mod single_skip;
 pub mod smear;
 pub mod softcap;
 pub mod unet;

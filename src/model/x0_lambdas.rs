@@ -1,5 +1,6 @@
 //! x0 lambdas (upstream #9): before every block x <- λ0·x + λ1·x0, with (λ0, λ1) per layer
-//! learned in the scalar bank, init (1, 0).
+//! learned in the scalar bank, init (1, 0); (1.1, 0) from upstream #45, a slight amplification
+//! of the residual stream at each layer that training can then decay.
 use super::scalars::{ScalarBank, Slot};
 use tch::Tensor;
 
@@ -8,8 +9,9 @@ pub struct X0Lambdas {
 }
 
 impl X0Lambdas {
-    pub fn new(bank: &mut ScalarBank, n_layer: usize) -> X0Lambdas {
-        let init: Vec<f32> = (0..n_layer).flat_map(|_| [1.0, 0.0]).collect();
+    /// `lambda0`: λ0's init (1, or upstream #45's 1.1).
+    pub fn new(bank: &mut ScalarBank, n_layer: usize, lambda0: f32) -> X0Lambdas {
+        let init: Vec<f32> = (0..n_layer).flat_map(|_| [lambda0, 0.0]).collect();
         X0Lambdas { lambdas: bank.reserve("block_lambdas", &init) }
     }
 

@@ -26,6 +26,7 @@ impl LabRule {
             (Lab::Layer, toml::Value::Integer(n)) => {
                 *n = *n * self.layers.1 as i64 / self.layers.0 as i64
             }
+            (Lab::Layer, toml::Value::Array(a)) => a.iter_mut().for_each(|v| self.apply(lab, v)),
             (Lab::Tokens, toml::Value::Integer(n)) => *n = tokens(*n),
             (Lab::ValTokens, toml::Value::Integer(n)) => {
                 *n = tokens(*n).min(self.val_per_rank as i64)
