@@ -34,6 +34,12 @@ pub struct Recipe {
     pub batch_rows: usize,
     /// Tokens per optimizer step over all ranks; the rest is gradient accumulation.
     pub batch_tokens: usize,
+    /// Batch sizes relative to `batch_tokens` (the last entry) on the window schedule's stages;
+    /// the extension takes the last (upstream #46: 8, 16, 24 rows of 2,048 per GPU). Each
+    /// micro-batch keeps its count per step and shrinks to the stage's share, in whole windows
+    /// blocks.
+    #[serde(default)]
+    pub batch_schedule: Option<Vec<usize>>,
     /// Ranks of the official run; fewer ranks keep its batch by accumulation.
     pub reference_ranks: usize,
     // ---- optimizer and schedule
@@ -371,6 +377,19 @@ impl Recipe {
             ensure!(
                 w.block > 0 && !w.schedule.is_empty(),
                 "recipe: windows needs a block and a schedule"
+            );
+        }
+        if let Some(b) = &self.batch_schedule {
+            ensure!(
+                b.iter().all(|&s| s > 0)
+                    && self.windows.as_ref().is_some_and(|w| w.schedule.len() == b.len()),
+                "recipe: batch_schedule = {b:?} needs one positive size per windows stage"
+            );
+        }
+        if let LrSchedule::StagedDecay { stage_at, stage_max, .. } = &self.lr_schedule {
+            ensure!(
+                stage_max.len() == stage_at.len() + 1,
+                "recipe: lr_schedule's stage_max needs one more entry than stage_at"
             );
         }
         if let Some(g) = self.attn_gate {

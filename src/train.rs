@@ -69,10 +69,17 @@ pub fn run(cfg: &RunConfig) -> Result<f64> {
         r.batch_tokens,
         coll.backend()
     ))?;
-
     let schedule = Schedule::new(r);
+    if r.batch_schedule.is_some() {
+        log.line(&format!(
+            "# batch schedule: micro-batches of {:?} tokens on the windows stages",
+            schedule.stage_micro_tokens(rows * r.seq_len)
+        ))?;
+    }
+
     let steps = schedule.steps();
-    let mut step_ctx = StepCtx { model: &model, r, accum, dev, coll: coll.as_mut() };
+    let micro = |plan: &Plan| schedule.micro_tokens(rows * r.seq_len, plan);
+    let mut step_ctx = StepCtx { model: &model, r, accum, dev, coll: coll.as_mut(), micro: &micro };
     // Upstream's explicit warmup: real steps, cycling every window size, then everything reset.
     if schedule.untimed_warmup() > 0 {
         let saved = opt.save();
@@ -86,7 +93,7 @@ pub fn run(cfg: &RunConfig) -> Result<f64> {
     // llm.c leaves step 0 out of the clock as its kernel warmup; with an explicit warmup every
     // step counts.
     let first_timed = u64::from(schedule.untimed_warmup() == 0);
-    let (mut train_ms, mut val_loss) = (0.0f64, f64::NAN);
+    let (mut train_ms, mut val_loss, mut tokens) = (0.0f64, f64::NAN, 0u64);
     for step in 0..=steps {
         let last = step == steps;
         let plan = schedule.at(step);
@@ -113,6 +120,7 @@ pub fn run(cfg: &RunConfig) -> Result<f64> {
         train_ms += if step >= first_timed { t0.elapsed().as_secs_f64() * 1e3 } else { 0.0 };
         crate::profile::end_step(range, step)?;
         let n = step + 1;
+        tokens += (micro(&plan) * accum * ranks) as u64;
         log.line(&format!(
             "step:{n}/{steps} train_loss:{loss:.4} train_time:{train_ms:.0}ms step_avg:{:.2}ms",
             avg(train_ms, n, first_timed)
@@ -122,7 +130,7 @@ pub fn run(cfg: &RunConfig) -> Result<f64> {
             loss,
             lr: info.lr,
             grad_norm: info.grad_norm,
-            tokens: n * r.batch_tokens as u64,
+            tokens,
             train_time_ms: train_ms,
         });
     }
@@ -137,7 +145,7 @@ pub fn run(cfg: &RunConfig) -> Result<f64> {
         device: cfg.target.describe(),
         ranks,
         steps,
-        tokens: steps * r.batch_tokens as u64,
+        tokens,
         final_val_loss: val_loss,
         train_time_ms: train_ms,
         step_avg_ms: avg(train_ms, steps, first_timed),
@@ -155,6 +163,8 @@ struct StepCtx<'a> {
     accum: usize,
     dev: tch::Device,
     coll: &'a mut dyn Collectives,
+    /// Tokens of one micro-batch at a step's plan.
+    micro: &'a dyn Fn(&Plan) -> usize,
 }
 
 impl StepCtx<'_> {
@@ -169,10 +179,11 @@ impl StepCtx<'_> {
         let r = self.r;
         // Upstream's reduction="sum": the gradient of the summed loss over each reference rank's
         // tokens, which is that many times the mean's.
+        let per_reference_rank = r.batch_tokens as f64 * plan.batch_share;
         let grad_mult =
-            if r.loss_sum { (r.batch_tokens / r.reference_ranks.max(1)) as f64 } else { 1.0 };
+            if r.loss_sum { per_reference_rank / r.reference_ranks.max(1) as f64 } else { 1.0 };
         let mut loss_sum = 0.0;
-        for batch in train.next_step(self.accum, self.dev)? {
+        for batch in train.next_step(self.accum, (self.micro)(plan), self.dev)? {
             let (windows, yarn_window) = (plan.windows, plan.yarn_window);
             let ctx = Ctx { docs: batch.docs, windows, yarn_window, training: true };
             let loss = self.model.loss(&batch.inputs, &batch.targets, &ctx)?;

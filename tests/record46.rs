@@ -289,3 +289,56 @@ fn a_single_gated_skip_replaces_the_unet() {
     let want = 1.0 + 3.0 / (1.0 + (-2.0f64).exp());
     assert!((got.double_value(&[0, 1, 2]) - want).abs() < 1e-6);
 }
+
+fn record_46(scale: Scale) -> trainer::recipe::Recipe {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/records/46.toml");
+    trainer::recipe::Recipe::from_manifest(std::path::Path::new(path), scale, None).unwrap()
+}
+
+/// #46: the batch grows on the windows' stages (spec §4: 131,072 -> 262,144 -> 393,216 tokens
+/// at 707 and 1414, 571,342,848 in all), the lr's stable level with it (1.51 from step 700,
+/// 1.93 from 1400, already in the cooldown: 0.97188 -> 1.23002; 0.10157 at 2119), and the
+/// momentum cools to 0.852 at step 2159. The lab keeps the shares: 688, 1,360, 2,048 tokens.
+#[test]
+fn the_batch_and_the_lr_grow_with_the_windows() {
+    let r = record_46(Scale::Full);
+    let s = Schedule::new(&r);
+    let micro = |step| s.micro_tokens(24 * 2048, &s.at(step));
+    let bounds: Vec<(u64, usize)> =
+        [0, 706, 707, 1413, 1414, 2119, 2120, 2159].iter().map(|&t| (t, micro(t))).collect();
+    let want = [16384, 16384, 32768, 32768, 49152, 49152, 49152, 49152];
+    assert_eq!(bounds.iter().map(|b| b.1).collect::<Vec<_>>(), want, "{bounds:?}");
+    let total: usize = (0..2160).map(|t| micro(t) * 8).sum();
+    assert_eq!(total, 571_342_848);
+    assert_eq!(s.at(707).windows, (896, 384));
+    assert_eq!(s.at(1414).windows, (1408, 640));
+
+    let lr = |step| s.at(step).lr_factor;
+    assert_eq!((lr(0), lr(699), lr(700), lr(953)), (1.0, 1.0, 1.51, 1.51));
+    for (step, want) in [(1399, 0.97188), (1400, 1.23002), (2119, 0.10157)] {
+        assert!((lr(step) - want).abs() < 5e-6, "step {step}: {}", lr(step));
+    }
+    assert_eq!((lr(2120), lr(2159)), (0.1, 0.1));
+    assert!((s.at(2159).momentum.unwrap() - 0.852).abs() < 1e-12);
+
+    // The untimed warmup: 10 steps at each (ws, bs), the extension's last.
+    let stage = |i| {
+        let p = s.warmup(i);
+        (p.windows.0, s.micro_tokens(24 * 2048, &p))
+    };
+    assert_eq!([stage(0), stage(9)], [(384, 16384); 2]);
+    assert_eq!([stage(10), stage(20), stage(39)], [(896, 32768), (1408, 49152), (1664, 49152)]);
+
+    let lab = record_46(Scale::Lab);
+    let ls = Schedule::new(&lab);
+    assert_eq!(ls.stage_micro_tokens(2048), [688, 1360, 2048]);
+    assert_eq!((lab.steps, lab.untimed_warmup, lab.iteration_extension), (323, 6, 6));
+}
+
+/// #46 in full: upstream's parameter count (spec §2.1: 268,665,628, 8 fewer scalars than #38).
+#[test]
+fn record_46_builds_with_the_spec_parameter_count() {
+    let (_gpt, params, _vs) = build(&record_46(Scale::Full));
+    let n: i64 = params.iter().map(|p| p.tensor.numel() as i64).sum();
+    assert_eq!(n, 268_665_628);
+}

@@ -55,15 +55,19 @@ impl Train {
         })
     }
 
-    /// This rank's `accum` micro-batches of the next optimizer step.
-    pub fn next_step(&mut self, accum: usize, device: Device) -> Result<Vec<Micro>> {
+    /// This rank's `accum` micro-batches of `tokens` each for the next optimizer step (rows
+    /// keep their size: only the packed loader follows a batch schedule).
+    pub fn next_step(&mut self, accum: usize, tokens: usize, device: Device) -> Result<Vec<Micro>> {
         match self {
             Train::Rows(l) => Ok(l
                 .next_step(accum, device)
                 .into_iter()
                 .map(|b| Micro { inputs: b.inputs, targets: b.targets, docs: None })
                 .collect()),
-            Train::Bos(l) => l.next_step(accum, device)?.into_iter().map(Micro::packed).collect(),
+            Train::Bos(l) => {
+                l.resize(tokens)?;
+                l.next_step(accum, device)?.into_iter().map(Micro::packed).collect()
+            }
         }
     }
 }

@@ -181,6 +181,13 @@ impl BosLoader {
         Ok(Some((mine, next)))
     }
 
+    /// Micro-batches of `tokens` from the next step on (upstream #46's batch schedule).
+    pub fn resize(&mut self, tokens: usize) -> Result<()> {
+        ensure!(tokens > 0, "BosLoader needs tokens > 0");
+        self.tokens = tokens;
+        Ok(())
+    }
+
     /// This rank's `accum` micro-batches for the next optimizer step.
     pub fn next_step(&mut self, accum: usize, device: Device) -> Result<Vec<Packed>> {
         ensure!(accum > 0, "accum must be at least 1");

@@ -15,6 +15,8 @@ pub struct Plan {
     pub windows: (i64, i64),
     /// The long window YaRN is tuned for, in tokens (the long window, or the final ws's).
     pub yarn_window: i64,
+    /// This step's batch as a share of the recipe's batch_tokens (upstream #46 grows it).
+    pub batch_share: f64,
 }
 
 /// A run's step-dependent values, resolved from the recipe once.
@@ -33,13 +35,17 @@ pub struct Schedule {
     extension: u64,
     /// The extension runs at the lr floor and the final windows (upstream #42).
     extension_final: bool,
+    /// The batch's share of batch_tokens per windows stage (one entry without a batch
+    /// schedule), and the windows block micro-batches are rounded to.
+    batch_shares: Vec<f64>,
+    block: usize,
 }
 
 impl Schedule {
     pub fn new(r: &Recipe) -> Schedule {
         Schedule {
             steps: r.steps,
-            lr: r.lr_schedule,
+            lr: r.lr_schedule.clone(),
             warmup_steps: r.warmup_steps,
             min_lr_frac: r.min_lr_frac,
             muon: r.muon.as_ref().map(|m| {
@@ -51,6 +57,14 @@ impl Schedule {
             untimed_warmup: r.untimed_warmup,
             extension: r.iteration_extension,
             extension_final: r.extension_final,
+            batch_shares: match &r.batch_schedule {
+                Some(sizes) => {
+                    let last = *sizes.last().unwrap_or(&1) as f64;
+                    sizes.iter().map(|&s| s as f64 / last).collect()
+                }
+                None => vec![1.0],
+            },
+            block: r.windows.as_ref().map_or(1, |w| w.block),
         }
     }
 
@@ -71,17 +85,22 @@ impl Schedule {
         let clock = steps - self.extension.min(steps);
         // Upstream #42: the extension sits at the lr floor and the final windows.
         let extending = self.extension_final && step >= clock;
-        let lr_factor = match self.lr {
+        let lr_factor = match &self.lr {
             _ if extending => self.min_lr_frac,
             LrSchedule::WarmupCosine => {
                 warmup_cosine(step, steps, self.warmup_steps, 1.0, self.min_lr_frac)
             }
             LrSchedule::StableDecay { cooldown_frac } if self.extension > 0 => {
                 let x = (step as f64 / clock.max(1) as f64).min(0.9999);
-                stable_decay_at(x, cooldown_frac, self.min_lr_frac)
+                stable_decay_at(x, *cooldown_frac, self.min_lr_frac)
             }
             LrSchedule::StableDecay { cooldown_frac } => {
-                stable_decay(step, steps, cooldown_frac, self.min_lr_frac)
+                stable_decay(step, steps, *cooldown_frac, self.min_lr_frac)
+            }
+            LrSchedule::StagedDecay { cooldown_frac, stage_at, stage_max } => {
+                let x = (step as f64 / clock.max(1) as f64).min(1.0);
+                let level = stage_max[stage_at.iter().filter(|&&a| x > a).count()];
+                level * stable_decay_at(x, *cooldown_frac, self.min_lr_frac / level)
             }
         };
         let momentum = self.muon.map(|(_, from, to, warmup, cooldown)| {
@@ -99,40 +118,80 @@ impl Schedule {
             }
             Some(w) => (w.sizes(step, clock), w.sizes(step, clock).0),
         };
-        Plan { step, lr_factor, momentum, windows, yarn_window }
+        // The batch follows the windows' stages; the extension and the end take the last.
+        let stage = match &self.windows {
+            Some(w) if step < clock => w.stage(step, clock),
+            _ => self.batch_shares.len() - 1,
+        };
+        let batch_share = self.batch_shares[stage.min(self.batch_shares.len() - 1)];
+        Plan { step, lr_factor, momentum, windows, yarn_window, batch_share }
+    }
+
+    /// Tokens of one micro-batch at `plan` when a full one has `full`: its batch share, rounded
+    /// to whole windows blocks (exact upstream: 49,152 x 8/24 = 16,384 = 128 blocks).
+    pub fn micro_tokens(&self, full: usize, plan: &Plan) -> usize {
+        self.micro_of(full, plan.batch_share)
+    }
+
+    /// Micro-batch tokens of each batch stage, for the log's header.
+    pub fn stage_micro_tokens(&self, full: usize) -> Vec<usize> {
+        self.batch_shares.iter().map(|&share| self.micro_of(full, share)).collect()
+    }
+
+    fn micro_of(&self, full: usize, share: f64) -> usize {
+        if share == 1.0 {
+            return full;
+        }
+        let blocks = (full as f64 * share / self.block as f64).round() as usize;
+        blocks.max(1) * self.block
     }
 
     /// Untimed warmup step `i`: step 0's plan with the window sizes taken in turn, so each is
-    /// exercised before the clock starts.
+    /// exercised before the clock starts. With a batch schedule (upstream #46) the warmup runs
+    /// each stage's plan (windows and batch, the extension's too) for an equal share of steps.
     pub fn warmup(&self, i: u64) -> Plan {
         let mut plan = self.at(0);
-        if let Some(w) = &self.windows {
-            plan.windows = w.sizes_of(w.schedule[i as usize % w.schedule.len()]);
-            plan.yarn_window = plan.windows.0;
+        let Some(w) = &self.windows else { return plan };
+        if self.batch_shares.len() > 1 {
+            let clock = self.steps - self.extension.min(self.steps);
+            let mut starts: Vec<u64> = (0..w.schedule.len())
+                .filter_map(|k| (0..clock).find(|&s| w.stage(s, clock) == k))
+                .collect();
+            if self.extension_final && self.extension > 0 {
+                starts.push(clock);
+            }
+            let k = (i * starts.len() as u64 / self.untimed_warmup.max(1)) as usize;
+            return Plan { step: 0, ..self.at(starts[k.min(starts.len() - 1)]) };
         }
+        plan.windows = w.sizes_of(w.schedule[i as usize % w.schedule.len()]);
+        plan.yarn_window = plan.windows.0;
         plan
     }
 
     /// The table of `train --print-schedule`: the first and last steps, every step where a
-    /// stage begins (windows change, the lr leaves or enters 1, the momentum reaches its end)
-    /// and every `every` steps.
+    /// stage begins (windows or batch change, the lr leaves or enters 1 or jumps up, the
+    /// momentum reaches its end) and every `every` steps.
     pub fn table(&self, every: u64) -> String {
-        let mut out = String::from("step\tlr_factor\tadam_lr\tmuon_lr\tmomentum\twindows\n");
+        let mut out = String::from("step\tlr_factor\tadam_lr\tmuon_lr\tmomentum\twindows\tbatch\n");
         let mut last: Option<Plan> = None;
         for step in 0..=self.steps {
             let p = self.at(step);
             let stage = last.is_none_or(|l| {
-                l.windows != p.windows || (l.lr_factor == 1.0) != (p.lr_factor == 1.0)
+                l.windows != p.windows
+                    || l.batch_share != p.batch_share
+                    || (l.lr_factor == 1.0) != (p.lr_factor == 1.0)
+                    || p.lr_factor > l.lr_factor
             }) || self.muon.is_some_and(|m| step == m.3 || step + m.4 == self.steps);
             if stage || step == self.steps || (every > 0 && step % every == 0) {
                 let muon_lr = self.muon.map_or("-".into(), |m| format!("{:.6}", m.0 * p.lr_factor));
                 let momentum = p.momentum.map_or("-".into(), |m| format!("{m:.4}"));
                 out.push_str(&format!(
-                    "{step}\t{:.6}\t{:.6}\t{muon_lr}\t{momentum}\t{}/{}\n",
+                    "{step}\t{:.6}\t{:.6}\t{muon_lr}\t{momentum}\t{}/{}\t{:.3}\n",
                     p.lr_factor,
                     self.adam_lr * p.lr_factor,
                     p.windows.0,
-                    p.windows.1
+                    p.windows.1,
+                    p.batch_share
                 ));
             }
             last = Some(p);

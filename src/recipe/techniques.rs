@@ -82,11 +82,15 @@ pub struct Windows {
 }
 
 impl Windows {
-    /// ws at `step` of `steps`: schedule[floor(len·step/(1+steps))].
-    pub fn ws(&self, step: u64, steps: u64) -> usize {
+    /// The schedule's stage at `step` of `steps`: floor(len·step/(1+steps)).
+    pub fn stage(&self, step: u64, steps: u64) -> usize {
         let n = self.schedule.len() as u64;
-        let i = (n * step / (1 + steps)).min(n - 1);
-        self.schedule[i as usize]
+        (n * step / (1 + steps)).min(n - 1) as usize
+    }
+
+    /// ws at `step` of `steps`.
+    pub fn ws(&self, step: u64, steps: u64) -> usize {
+        self.schedule[self.stage(step, steps)]
     }
 
     /// (long, short) windows in tokens at `step`.
@@ -178,7 +182,7 @@ pub struct LrMul {
 }
 
 /// The learning-rate multiplier over training.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum LrSchedule {
     /// llm.c: linear warmup over `warmup_steps`, cosine to `min_lr_frac`.
@@ -187,6 +191,10 @@ pub enum LrSchedule {
     /// Upstream #19/#26: constant, then linear decay to `min_lr_frac` over the last
     /// `cooldown_frac` of training.
     StableDecay { cooldown_frac: f64 },
+    /// Upstream #46: the stable phase's level rises with the batch size, `stage_max[k]` once
+    /// progress passes `stage_at[k - 1]` ((16/8)^0.6, (24/8)^0.6 at 0.33, 0.66); the cooldown
+    /// falls linearly from the current level to `min_lr_frac`.
+    StagedDecay { cooldown_frac: f64, stage_at: Vec<f64>, stage_max: Vec<f64> },
 }
 
 /// Which loader feeds training.
