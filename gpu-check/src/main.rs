@@ -121,6 +121,8 @@ fn run(args: &Args) -> anyhow::Result<bool> {
         ("record #29 eval forward, 262,144 tokens", record_step::eval_29),
         ("record #38, 1 GPU, one rank's batch", record_step::step_38),
         ("record #38 eval forward, 262,144 tokens", record_step::eval_38),
+        ("record #46, 1 GPU, one rank's batch", record_step::step_46),
+        ("record #46 eval forward, 262,144 tokens", record_step::eval_46),
         ("FP8 head vs bf16", fp8::check),
         ("Muon Newton–Schulz (bf16)", newton_schulz::check),
     ];
