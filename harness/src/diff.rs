@@ -200,13 +200,25 @@ pub fn render(root: &Path, a: u32, b: u32, parts: Parts, paint: Paint) -> Result
         if changes.is_empty() {
             out.push_str("  (no recipe changes)\n");
         }
-        for c in changes {
-            out.push_str(&match c {
-                RecipeChange::Added { key, new } => paint.green(&format!("  + {key} = {new}")),
-                RecipeChange::Removed { key, old } => paint.red(&format!("  - {key} = {old}")),
-                RecipeChange::Changed { key, old, new } => format!("  ~ {key}: {old} → {new}"),
-            });
-            out.push('\n');
+        for (section, group) in by_section(changes, ma, mb) {
+            let indent = if section.is_empty() { "  " } else { "    " };
+            if !section.is_empty() {
+                out.push_str(&format!("  {section}\n"));
+            }
+            for c in group {
+                out.push_str(&match c {
+                    RecipeChange::Added { key, new } => {
+                        paint.green(&format!("{indent}+ {key} = {new}"))
+                    }
+                    RecipeChange::Removed { key, old } => {
+                        paint.red(&format!("{indent}- {key} = {old}"))
+                    }
+                    RecipeChange::Changed { key, old, new } => {
+                        format!("{indent}~ {key}: {old} → {new}")
+                    }
+                });
+                out.push('\n');
+            }
         }
     }
     if parts.code {
@@ -216,6 +228,78 @@ pub fn render(root: &Path, a: u32, b: u32, parts: Parts, paint: Paint) -> Result
         out.push_str(if code.is_empty() { "  (the trees are identical)\n" } else { &code });
     }
     Ok(out)
+}
+
+/// The changes grouped by the section of the manifest they sit in (the `# Model: ...`, `# Data`,
+/// `# Optimizers`, `# Evaluation` comments of `[recipe]`, in the newer manifest's order; `[lab]`
+/// keys last). A manifest without such comments gives one unnamed group.
+fn by_section(
+    changes: Vec<RecipeChange>,
+    a: &Manifest,
+    b: &Manifest,
+) -> Vec<(String, Vec<RecipeChange>)> {
+    let (sa, sb) = (sections(a), sections(b));
+    // Sections in the order of their first key's line in the newer manifest.
+    let mut first: BTreeMap<&String, usize> = BTreeMap::new();
+    for (key, line) in &b.recipe_keys {
+        if let Some(s) = sb.get(key) {
+            let at = first.entry(s).or_insert(*line);
+            *at = (*at).min(*line);
+        }
+    }
+    let mut order: Vec<(&String, usize)> = first.into_iter().collect();
+    order.sort_by_key(|(_, line)| *line);
+    let order: Vec<&String> = order.into_iter().map(|(s, _)| s).collect();
+    let section_of = |c: &RecipeChange| -> String {
+        let key = match c {
+            RecipeChange::Added { key, .. }
+            | RecipeChange::Removed { key, .. }
+            | RecipeChange::Changed { key, .. } => key,
+        };
+        if key.starts_with("lab.") {
+            return "Lab (the common rule)".into();
+        }
+        let top = key.split('.').next().unwrap_or(key);
+        [key.as_str(), top]
+            .iter()
+            .find_map(|k| sb.get(*k).or_else(|| sa.get(*k)))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let rank = |s: &String| match order.iter().position(|o| *o == s) {
+        Some(i) => i,
+        None if s.starts_with("Lab") => usize::MAX,
+        None => usize::MAX - 1,
+    };
+    let mut groups: Vec<(String, Vec<RecipeChange>)> = Vec::new();
+    for c in changes {
+        let s = section_of(&c);
+        match groups.iter_mut().find(|(g, _)| *g == s) {
+            Some((_, list)) => list.push(c),
+            None => groups.push((s, vec![c])),
+        }
+    }
+    groups.sort_by_key(|(s, _)| rank(s));
+    groups
+}
+
+/// Each `[recipe]` key's section in `m`'s text: the first word of the nearest `# Word...`
+/// comment line above it (Model, Data, Optimizers, Evaluation).
+fn sections(m: &Manifest) -> BTreeMap<String, String> {
+    let Ok(text) = std::fs::read_to_string(&m.path) else { return BTreeMap::new() };
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(start) = lines.iter().position(|l| l.trim() == "[recipe]") else {
+        return BTreeMap::new();
+    };
+    m.recipe_keys
+        .iter()
+        .filter_map(|(key, line)| {
+            let above = lines.get(start..line.saturating_sub(1))?;
+            let heading = above.iter().rev().find(|l| l.starts_with("# "))?;
+            let word = heading[2..].split(|c: char| !c.is_alphanumeric()).next()?;
+            (!word.is_empty()).then(|| (key.clone(), word.to_string()))
+        })
+        .collect()
 }
 
 /// The two records side by side: upstream's facts, and this machine's newest lab replay of
@@ -261,7 +345,7 @@ fn facts_view(root: &Path, a: &Manifest, b: &Manifest) -> Result<String> {
     }
     t.row(["date".into(), ra.date.clone(), rb.date.clone(), String::new()]);
     let results = crate::paths::results_dir(root);
-    let (la, lb) = (newest_lab(&results, ra.number)?, newest_lab(&results, rb.number)?);
+    let (la, lb) = (newest_lab(&results, a)?, newest_lab(&results, b)?);
     if la.is_some() || lb.is_some() {
         let cell = |r: &Option<Replay>, f: &dyn Fn(&crate::verdict::Verdict) -> Option<String>| {
             r.as_ref().and_then(|r| r.verdict.as_ref()).and_then(f).unwrap_or("not replayed".into())
@@ -290,10 +374,18 @@ fn facts_view(root: &Path, a: &Manifest, b: &Manifest) -> Result<String> {
     Ok(out)
 }
 
-/// The newest lab-scale replay of record `n` that has a verdict.
-fn newest_lab(results: &Path, n: u32) -> Result<Option<Replay>> {
-    let all = replays::of_record(results, n)?;
-    Ok(all.into_iter().rev().find(|r| r.lab && r.verdict.is_some()))
+/// The newest lab-scale replay of `m`'s record that has a verdict: one of the record's own tree
+/// over its whole lab budget when there is one (not a `--steps` smoke run or a `--head` run),
+/// else the newest of any.
+pub fn newest_lab(results: &Path, m: &Manifest) -> Result<Option<Replay>> {
+    let budget = m.lab.get("steps").and_then(toml::Value::as_integer).map(|s| s as u64);
+    let all: Vec<Replay> = replays::of_record(results, m.record.number)?
+        .into_iter()
+        .filter(|r| r.lab && r.verdict.is_some())
+        .collect();
+    let whole =
+        |r: &&Replay| !r.id.ends_with("-head") && r.verdict.as_ref().map(|v| v.steps) == budget;
+    Ok(all.iter().rev().find(whole).or(all.last()).cloned())
 }
 
 /// The commits between the two records, with titles and line counts; from newer to older they

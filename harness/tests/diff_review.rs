@@ -19,8 +19,13 @@ fn diff_forward_shows_commits_recipe_and_code() {
     assert!(text.contains("#29  Record 29 title  (2 commit(s), +"), "{text}");
     assert!(text.contains("1/2 Add value embeddings  +"), "{text}");
     assert!(text.contains("2/2 Raise the learning rate to 0.2  +1 -1"), "{text}");
-    assert!(text.contains("~ lr: 0.1 → 0.2"), "{text}");
-    assert!(text.contains("~ value_embeds: false → true"), "{text}");
+    // Grouped by the manifest's section comments, in its order.
+    assert!(
+        text.contains(
+            "  Optimizer\n    ~ lr: 0.1 → 0.2\n  Model\n    ~ value_embeds: false → true\n"
+        ),
+        "{text}"
+    );
     assert!(!text.contains("lab.steps"), "unchanged keys are not listed");
     assert!(
         text.contains(
@@ -197,4 +202,20 @@ fn diff_puts_the_facts_side_by_side() {
     assert!(row.contains("−10.0 s (−5.6%)"), "{row}");
     assert!(text.lines().any(|l| l.contains("official mean val loss")), "{text}");
     assert!(!text.contains("ours, lab"), "nothing replayed in the fixture: {text}");
+
+    // Both replayed: the lab rows come from each record's replay over its whole lab budget,
+    // not from a newer `--steps` smoke run.
+    let verdict = |line: &str, steps| {
+        let log = records::runlog::parse(line);
+        let v = records::verdict::Verdict::new(&[log], 3.28, 150.0, steps).unwrap();
+        serde_json::to_string(&v.at_lab_scale()).unwrap()
+    };
+    let whole = verdict("step:100/100 val_loss:3.2791 train_time:12500ms step_avg:125.00ms", 100);
+    let smoke = verdict("step:10/10 val_loss:4.9000 train_time:1250ms step_avg:125.00ms", 10);
+    f.write("results/01/2026-01-01-run1-lab/verdict.json", &whole);
+    f.write("results/29/2026-01-01-run1-lab/verdict.json", &whole);
+    f.write("results/29/2026-01-02-run2-lab/verdict.json", &smoke);
+    let text = run_ok(&f, &["diff", "1", "29", "--recipe"]);
+    let row = text.lines().find(|l| l.contains("ours, lab: train time")).expect(&text);
+    assert!(row.contains("12.5 s / 100 steps   ") && !row.contains("/ 10 steps"), "{row}");
 }

@@ -35,8 +35,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let text = diff::render(&root, args.a, args.b, parts, Paint(colour()))?;
     print!("{text}");
     let catalog = Catalog::load(&root)?;
-    let chart = Chart::official_pair(catalog.get(args.a)?, catalog.get(args.b)?, XAxis::Step);
+    let (ma, mb) = (catalog.get(args.a)?, catalog.get(args.b)?);
+    let chart = Chart::official_pair(ma, mb, XAxis::Step);
     plot::term::print(chart.as_slice(), !args.no_plot);
+    // Both lab curves when both records have been replayed here.
+    let results = paths::results_dir(&root);
+    if let (Some(ra), Some(rb)) = (diff::newest_lab(&results, ma)?, diff::newest_lab(&results, mb)?)
+    {
+        let target = catalog.lab_target_of(args.b).ok().map(|(t, _)| t.val_loss);
+        let lab = plot::lab_pair([(args.a, &ra), (args.b, &rb)], target);
+        plot::term::print(lab.as_slice(), !args.no_plot);
+    }
     Ok(())
 }
 

@@ -169,6 +169,23 @@ impl Chart {
     }
 }
 
+/// Two records' newest lab replays on this machine, overlaid by step, against the lab target;
+/// `None` unless both have val points.
+pub fn lab_pair(pair: [(u32, &Replay); 2], lab_target: Option<f64>) -> Option<Chart> {
+    let runs: Vec<(String, &[ValPoint])> = pair
+        .iter()
+        .flat_map(|(n, r)| {
+            r.runs.iter().map(move |run| (format!("#{n} lab ({})", r.id), &run.val[..]))
+        })
+        .collect();
+    let chart = Chart::runs(pair[1].0, &runs, true, lab_target, XAxis::Step)?;
+    let two = chart.curves.len() >= 2;
+    two.then(|| Chart {
+        title: format!("#{} and #{}: our newest lab replays", pair[0].0, pair[1].0),
+        ..chart
+    })
+}
+
 fn full_target() -> Target {
     Target { label: format!("target {TARGET_VAL_LOSS}"), loss: TARGET_VAL_LOSS }
 }

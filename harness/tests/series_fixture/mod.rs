@@ -129,7 +129,9 @@ train_times_s = [{time_s}, {}]
 val_curve = [[0, 10.8], [50, 4.5], [100, 3.27]]
 
 [recipe]
+# Optimizer: its lr
 lr = {lr}
+# Model
 value_embeds = {}
 
 [lab]
