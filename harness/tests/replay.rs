@@ -86,6 +86,21 @@ fn lab_replay_of_record_29_tree_and_head_agree_and_two_ranks_train() {
     assert!(loss_of(&c[4]) < loss_of(&c[0]) - 1.0, "two ranks learn: {c:?}");
 }
 
+/// Record #38's tree comes from reverse-applying #46's patch (Adam every other step, NorMuon,
+/// the batch schedule, ...), all off in #38's recipe: `--head` must give the same losses. #46
+/// itself trains on two ranks, through NorMuon's sharded step and its batch stages.
+#[test]
+fn lab_replay_of_record_38_tree_and_head_agree_and_46_trains_on_two_ranks() {
+    let (tree, head, two) =
+        (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = replay(38, tree.path(), &[]);
+    let b = replay(38, head.path(), &["--head"]);
+    assert_eq!(a.len(), 5, "val at 0, 3 train steps, val at 3: {a:?}");
+    assert_eq!(a, b, "record #38's tree and the newest trainer disagree");
+    let c = replay(46, two.path(), &["--ranks", "2"]);
+    assert!(loss_of(&c[4]) < loss_of(&c[0]) - 0.3, "two ranks learn: {c:?}");
+}
+
 fn loss_of(line: &str) -> f64 {
     line.split_whitespace().find_map(|w| w.split_once("loss:")).unwrap().1.parse().unwrap()
 }
