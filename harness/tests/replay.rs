@@ -50,16 +50,28 @@ fn replay(record: u32, results: &Path, extra: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// Replays `record` from its own tree and with `--head`: they must give the same losses, which
+/// are returned.
+fn tree_and_head_agree(record: u32) -> Vec<String> {
+    let (tree, head) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = replay(record, tree.path(), &[]);
+    let b = replay(record, head.path(), &["--head"]);
+    assert_eq!(a.len(), 5, "val at 0, 3 train steps, val at 3: {a:?}");
+    assert_eq!(a, b, "record #{record}'s tree and the newest trainer disagree");
+    a
+}
+
+/// The losses of `record` on two CPU ranks.
+fn two_ranks(record: u32) -> Vec<String> {
+    let two = tempfile::tempdir().unwrap();
+    replay(record, two.path(), &["--ranks", "2"])
+}
+
 #[test]
 fn lab_replay_of_record_1_tree_and_head_and_two_ranks_agree() {
-    let (tree, head, two) =
-        (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let a = replay(1, tree.path(), &[]);
-    let b = replay(1, head.path(), &["--head"]);
-    assert_eq!(a.len(), 5, "val at 0, 3 train steps, val at 3: {a:?}");
-    assert_eq!(a, b, "record #1's tree and the newest trainer disagree");
+    let a = tree_and_head_agree(1);
     // Two ranks average their halves of each batch: the same losses up to fp32 rounding.
-    let c = replay(1, two.path(), &["--ranks", "2"]);
+    let c = two_ranks(1);
     assert_eq!(a.len(), c.len());
     for (x, y) in a.iter().zip(&c) {
         let (lx, ly) = (loss_of(x), loss_of(y));
@@ -72,13 +84,8 @@ fn lab_replay_of_record_1_tree_and_head_and_two_ranks_agree() {
 /// losses only stay close.
 #[test]
 fn lab_replay_of_record_29_tree_and_head_agree_and_two_ranks_train() {
-    let (tree, head, two) =
-        (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let a = replay(29, tree.path(), &[]);
-    let b = replay(29, head.path(), &["--head"]);
-    assert_eq!(a.len(), 5, "val at 0, 3 train steps, val at 3: {a:?}");
-    assert_eq!(a, b, "record #29's tree and the newest trainer disagree");
-    let c = replay(29, two.path(), &["--ranks", "2"]);
+    let a = tree_and_head_agree(29);
+    let c = two_ranks(29);
     for (x, y) in a.iter().zip(&c) {
         let (lx, ly) = (loss_of(x), loss_of(y));
         assert!((lx - ly).abs() <= 0.1, "1 rank: {x}, 2 ranks: {y}");
@@ -91,13 +98,8 @@ fn lab_replay_of_record_29_tree_and_head_agree_and_two_ranks_train() {
 /// itself trains on two ranks, through NorMuon's sharded step and its batch stages.
 #[test]
 fn lab_replay_of_record_38_tree_and_head_agree_and_46_trains_on_two_ranks() {
-    let (tree, head, two) =
-        (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let a = replay(38, tree.path(), &[]);
-    let b = replay(38, head.path(), &["--head"]);
-    assert_eq!(a.len(), 5, "val at 0, 3 train steps, val at 3: {a:?}");
-    assert_eq!(a, b, "record #38's tree and the newest trainer disagree");
-    let c = replay(46, two.path(), &["--ranks", "2"]);
+    tree_and_head_agree(38);
+    let c = two_ranks(46);
     assert!(loss_of(&c[4]) < loss_of(&c[0]) - 0.3, "two ranks learn: {c:?}");
 }
 
