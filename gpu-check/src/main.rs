@@ -107,7 +107,7 @@ fn run(args: &Args) -> anyhow::Result<bool> {
         format!("libtorch 2.11.0 (tch 0.24); cuDNN {}", tch::Cuda::cudnn_is_available()),
     )];
     type Check = (&'static str, fn(&Ctx) -> anyhow::Result<Vec<Row>>);
-    let checks: [Check; 15] = [
+    let checks: [Check; 17] = [
         ("flash fwd: dense causal", attention::dense),
         ("flash fwd: causal window 64", attention::window),
         ("flash fwd: varlen documents", attention::varlen),

@@ -81,7 +81,7 @@ fn step(ctx: &Ctx, (n, manifest, upstream_ms, how): Record) -> Result<Vec<Row>> 
         let plan = schedule.at(step);
         let tokens = schedule.micro_tokens(per_rank, &plan);
         let seq = packed(ctx, &r, tokens)?;
-        n_docs.push(seq.n_docs);
+        n_docs.push((seq.n_docs, seq.slots));
         // train.rs's backward: the gradient of upstream's reduction="sum" over a rank's tokens.
         let grad_mult = if r.loss_sum { tokens as f64 } else { 1.0 };
         let (windows, yarn_window) = (plan.windows, plan.yarn_window);
@@ -102,7 +102,8 @@ fn step(ctx: &Ctx, (n, manifest, upstream_ms, how): Record) -> Result<Vec<Row>> 
     let block = r.windows.as_ref().context("the record has no window schedule")?.block as i64;
     let ws = join(&|t| (t.windows.0 / block).to_string());
     let tokens = join(&|t| commas(t.tokens));
-    let docs = n_docs.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(" / ");
+    let docs = n_docs.iter().map(|d| d.0.to_string()).collect::<Vec<_>>().join(" / ");
+    let slots = n_docs.iter().map(|d| d.1.to_string()).collect::<Vec<_>>().join(" / ");
     Ok(vec![
         Row::new(
             format!("record #{n}, 1 GPU, one rank's batch: step at ws {ws}"),
@@ -111,8 +112,9 @@ fn step(ctx: &Ctx, (n, manifest, upstream_ms, how): Record) -> Result<Vec<Row>> 
                 "upstream {upstream_ms} ms/step on 8xH100 (each rank this batch; {how}); this \
                  is one rank's work with no communication (world 1, the single backend). Step = fwd (FP8 head) + bwd of the summed loss + \
                  Optimizer::step (DistAdam + Muon) + zero grads on one packed sequence of \
-                 {tokens} random tokens in {docs} documents (≤ {}); steps {} of {} give the \
-                 windows {} (long/short); {}mean of {} steps after {WARMUP} warmup per stage; {}",
+                 {tokens} random tokens in {docs} documents (≤ {}, cu_seqlens padded to {slots}); \
+                 steps {} of {} give the windows {} (long/short); {}mean of {} steps after \
+                 {WARMUP} warmup per stage; {}",
                 commas(r.seq_len),
                 join(&|t| t.step.to_string()),
                 commas(r.steps as usize),
