@@ -2,19 +2,19 @@
 //! under the timing lock; a table on stdout and `results/bench/<run id>/bench.json`.
 use super::replay::ScaleArg;
 use anyhow::{Context, Result};
-use corpus::tokenizer::Tokenizer;
 use records::bench::{self, Bench, Samples, Setup};
 use records::catalog::{Catalog, Manifest};
 use records::launch::{launch, LaunchOpts, Stream};
 use records::replay::{build_trainer, PendingResults};
 use records::timing_lock::TimingLock;
-use records::{corpora, paths, runlog, series};
+use records::{paths, runlog, series};
 use std::ffi::OsString;
-use std::path::PathBuf;
 
 /// Time one rank's training step of each record, interleaved round by round.
 #[derive(clap::Args)]
 pub struct Args {
+    #[command(flatten)]
+    pub places: super::RunPlaces,
     /// Records to time [default: every record in records/].
     pub records: Vec<u32>,
     /// lab: the [lab] shape on CPU; full: upstream's shape on one GPU (its batch by gradient
@@ -36,16 +36,6 @@ pub struct Args {
     /// The device's peak TFLOP/s for MFU [default: 989, an H100's bf16 dense peak].
     #[arg(long, default_value_t = bench::H100_BF16_TFLOPS)]
     pub peak_tflops: f64,
-    /// Shard folder [default: data/default at lab scale, data/fineweb10B at full scale].
-    #[arg(long)]
-    pub data: Option<PathBuf>,
-    /// Where results go [default: <repo>/results].
-    #[arg(long)]
-    pub results: Option<PathBuf>,
-    /// Do not wait for another timed run on this machine; the times are then marked as not
-    /// comparable if one is running.
-    #[arg(long)]
-    pub no_lock: bool,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -66,11 +56,7 @@ pub fn run(args: Args) -> Result<()> {
     let lab = args.scale.unwrap_or(if args.cuda { ScaleArg::Full } else { ScaleArg::Lab })
         == ScaleArg::Lab;
     let scale = if lab { "lab" } else { "full" };
-    let data = match (&args.data, lab) {
-        (Some(d), _) => d.clone(),
-        (None, true) => corpora::ensure_default(&root, &Tokenizer::byte())?.0,
-        (None, false) => records::download::default_dest(&root),
-    };
+    let data = args.places.data(&root, lab)?;
     let mut trainers = Vec::new();
     for m in &chosen {
         let n = m.record.number;
@@ -81,13 +67,13 @@ pub fn run(args: Args) -> Result<()> {
         trainers.push((*m, dir, tree, bin));
     }
 
-    let results = args.results.clone().unwrap_or_else(|| paths::results_dir(&root));
+    let results = args.places.results(&root);
     let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs();
     let date = series::date::compact_utc(secs as i64);
     let id = format!("{date}-{}-{scale}", std::process::id());
     let pending = PendingResults::in_dir(&results.join("bench"), &id)?;
 
-    let timing = TimingLock::acquire(args.no_lock)?;
+    let timing = TimingLock::acquire(args.places.no_lock)?;
     let mut samples: Vec<Samples> = trainers
         .iter()
         .map(|(m, _, tree, _)| Samples {

@@ -24,6 +24,41 @@ pub fn load_catalog(
     Ok(catalog)
 }
 
+/// Where a timed command reads and writes, and whether it waits for the timing lock; shared by
+/// `replay`, `bench` and `profile`.
+#[derive(clap::Args)]
+pub struct RunPlaces {
+    /// Shard folder [default: data/default at lab scale, data/fineweb10B at full scale].
+    #[arg(long)]
+    pub data: Option<std::path::PathBuf>,
+    /// Where results go [default: <repo>/results].
+    #[arg(long)]
+    pub results: Option<std::path::PathBuf>,
+    /// Do not wait for another timed run on this machine (the timing lock); this run's times
+    /// are then marked as not comparable if one is running.
+    #[arg(long)]
+    pub no_lock: bool,
+}
+
+impl RunPlaces {
+    /// `--data`, else the default corpus (made if missing) at lab scale or FineWeb's folder.
+    pub fn data(&self, root: &std::path::Path, lab: bool) -> anyhow::Result<std::path::PathBuf> {
+        Ok(match (&self.data, lab) {
+            (Some(d), _) => d.clone(),
+            (None, true) => {
+                let byte = corpus::tokenizer::Tokenizer::byte();
+                records::corpora::ensure_default(root, &byte)?.0
+            }
+            (None, false) => records::download::default_dest(root),
+        })
+    }
+
+    /// `--results`, else `<repo>/results`.
+    pub fn results(&self, root: &std::path::Path) -> std::path::PathBuf {
+        self.results.clone().unwrap_or_else(|| records::paths::results_dir(root))
+    }
+}
+
 /// `--format`: aligned tables for a terminal, or markdown.
 #[derive(Clone, Copy, Default, clap::ValueEnum)]
 pub enum FormatArg {

@@ -4,7 +4,6 @@
 use super::replay::ScaleArg;
 use super::FormatArg;
 use anyhow::{Context, Result};
-use corpus::tokenizer::Tokenizer;
 use records::catalog::Manifest;
 use records::launch::{launch, LaunchOpts, Stream};
 use records::logging::step;
@@ -12,7 +11,7 @@ use records::profile::render::{self, Profiled};
 use records::profile::{self as trace, StageTable};
 use records::replay::{build_trainer, PendingResults};
 use records::timing_lock::TimingLock;
-use records::{bench, corpora, paths, runlog, series};
+use records::{bench, paths, runlog, series};
 use serde::Serialize;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -21,6 +20,8 @@ use tracing::info;
 /// Profile a few training steps of a record: a Chrome trace and where the time goes.
 #[derive(clap::Args)]
 pub struct Args {
+    #[command(flatten)]
+    pub places: super::RunPlaces,
     /// The record to profile.
     pub record: u32,
     /// A second record to profile the same way; its table is printed beside the first's.
@@ -38,15 +39,6 @@ pub struct Args {
     /// Ranks: CPU processes at lab scale, GPUs at full scale.
     #[arg(long, default_value_t = 1)]
     pub ranks: usize,
-    /// Shard folder [default: data/default at lab scale, data/fineweb10B at full scale].
-    #[arg(long)]
-    pub data: Option<PathBuf>,
-    /// Where results go [default: <repo>/results].
-    #[arg(long)]
-    pub results: Option<PathBuf>,
-    /// Do not wait for another timed run on this machine.
-    #[arg(long)]
-    pub no_lock: bool,
     /// Table format.
     #[arg(long, value_enum, default_value_t)]
     pub format: FormatArg,
@@ -87,11 +79,7 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(other) = args.compare {
         chosen.push(catalog.get(other)?);
     }
-    let data = match (&args.data, lab) {
-        (Some(d), _) => d.clone(),
-        (None, true) => corpora::ensure_default(&root, &Tokenizer::byte())?.0,
-        (None, false) => records::download::default_dest(&root),
-    };
+    let data = args.places.data(&root, lab)?;
     let mut trainers = Vec::new();
     for m in &chosen {
         let n = m.record.number;
@@ -102,11 +90,11 @@ pub fn run(args: Args) -> Result<()> {
         trainers.push((*m, tree, bin));
     }
 
-    let results = args.results.clone().unwrap_or_else(|| paths::results_dir(&root));
+    let results = args.places.results(&root);
     let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs();
     let id = format!("{}-{}-{scale}", series::date::compact_utc(secs as i64), std::process::id());
     let pending = PendingResults::in_dir(&results.join("profile"), &id)?;
-    let timing = TimingLock::acquire(args.no_lock)?;
+    let timing = TimingLock::acquire(args.places.no_lock)?;
     let mut profiles = Vec::new();
     for (m, tree, bin) in &trainers {
         profiles.push(profile_one(&args, m, tree, bin, &data, scale, pending.dir())?);

@@ -1,6 +1,5 @@
 //! `records replay N`: build record N's trainer, run its ranks, print the verdict.
 use anyhow::{Context, Result};
-use corpus::tokenizer::Tokenizer;
 use indicatif::{ProgressBar, ProgressStyle};
 use records::catalog::{Manifest, TARGET_VAL_LOSS};
 use records::launch::{launch, LaunchOpts, Stream};
@@ -15,6 +14,8 @@ use std::path::{Path, PathBuf};
 /// Replay a record: lab scale on CPU (the default corpus), or the full recipe on GPUs.
 #[derive(clap::Args)]
 pub struct Args {
+    #[command(flatten)]
+    pub places: super::RunPlaces,
     /// Record number (see `records list`).
     pub record: u32,
     /// Step budget [default: 250 at lab scale (the [lab] table), the record's own at full].
@@ -47,9 +48,6 @@ pub struct Args {
     /// Rank 0's port [default: a free port, on one node].
     #[arg(long, value_parser = positive::<u16>)]
     pub master_port: Option<u16>,
-    /// Shard folder [default: data/default at lab scale, data/fineweb10B at full scale].
-    #[arg(long)]
-    pub data: Option<PathBuf>,
     /// Override the recipe's seed.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -61,16 +59,9 @@ pub struct Args {
     /// time delta (upstream's rule: faster than the prior record on the same hardware).
     #[arg(long)]
     pub baseline: bool,
-    /// Where results go [default: <repo>/results].
-    #[arg(long)]
-    pub results: Option<PathBuf>,
     /// How the verdict prints.
     #[arg(long, value_enum, default_value = "text")]
     pub format: super::FormatArg,
-    /// Do not wait for another timed run on this machine (the timing lock); this run's times
-    /// are then marked as not comparable if one is running.
-    #[arg(long)]
-    pub no_lock: bool,
     /// Print no val-loss curve after the verdict (none is printed when stdout is not a terminal).
     #[arg(long)]
     pub no_plot: bool,
@@ -118,11 +109,7 @@ pub fn run(args: Args) -> Result<()> {
     if cuda {
         records::replay::check_cuda_setup(&root)?;
     }
-    let data = match (&args.data, lab) {
-        (Some(d), _) => d.clone(),
-        (None, true) => corpora::ensure_default(&root, &Tokenizer::byte())?.0,
-        (None, false) => records::download::default_dest(&root),
-    };
+    let data = args.places.data(&root, lab)?;
     if let Some(vocab) = vocab_size(m, lab) {
         corpora::check_token_ids(&data, vocab)?;
     }
@@ -156,9 +143,9 @@ pub fn run(args: Args) -> Result<()> {
         },
     };
     let label = if args.head { format!("{scale}-head") } else { scale.to_string() };
-    let results = args.results.clone().unwrap_or_else(|| paths::results_dir(&root));
+    let results = args.places.results(&root);
     let pending = PendingResults::new(&results, args.record, &label)?;
-    let timing = TimingLock::acquire(args.no_lock)?;
+    let timing = TimingLock::acquire(args.places.no_lock)?;
     let (mut logs, mut baseline_logs) = (Vec::new(), Vec::new());
     for i in 0..args.runs {
         let seed =
