@@ -124,6 +124,10 @@ pub struct Recipe {
     pub attn_scale: Option<f64>,
     #[serde(default)]
     pub yarn: Option<Yarn>,
+    /// Where the attention lambdas act: on the values (upstream #15), on the QKV weight
+    /// (#47), on the QKV and output weights (#48).
+    #[serde(default)]
+    pub sa_lambdas: SaLambdas,
     /// Smear: each token's embedding takes in a gated share of the previous token's, the gate
     /// reading the first n channels (upstream #34: 12).
     #[serde(default)]

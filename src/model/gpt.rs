@@ -13,6 +13,7 @@ use super::norm::Norm;
 use super::params::{Groups, Param, ParamSet};
 use super::relu2_mlp::Relu2Mlp;
 use super::rotary::Rotary;
+use super::sa_lambdas;
 use super::scalars::{Entry, ScalarBank};
 use super::single_skip::SingleSkip;
 use super::smear::Smear;
@@ -88,7 +89,7 @@ impl Gpt {
         let lambda0 = r.block_lambda_init.unwrap_or(1.0) as f32;
         let x0_lambdas = r.x0_lambdas.then(|| X0Lambdas::new(&mut scalars, l, lambda0));
         let value_lambdas =
-            (r.attn_layers.as_ref()).map(|_| scalars.reserve("value_lambdas", &vec![0.5; 2 * l]));
+            (r.attn_layers.as_ref()).map(|_| sa_lambdas::reserve(&mut scalars, l, r.sa_lambdas));
         let longest = (r.batch_rows * r.seq_len).max(r.val_seq_len.unwrap_or(0)) as i64;
         let head_dim = c / r.n_head as i64;
         let rope_kind = if r.bf16_rotary { compute } else { Kind::Float };
@@ -136,13 +137,13 @@ impl Gpt {
                     Some('-') => Attn::None,
                     Some(&w) => {
                         // Recipe::validate: attn_layers needs rotary; it reserved the lambdas.
-                        let (rot, sa) = (rope.clone().zip(value_lambdas))
+                        let (rot, sa) = (rope.clone().zip(value_lambdas.as_ref()))
                             .expect("a validated recipe has rotary with attn_layers");
                         Attn::Windowed(WindowedAttention::new(
                             &mut ps,
                             &format!("{n}.attn"),
                             &windowed,
-                            (rot, sa.sub(2 * i, 2), w == 'L'),
+                            (rot, sa[i], w == 'L'),
                             g.hidden,
                         ))
                     }

@@ -12,6 +12,7 @@ pub mod norm;
 pub mod params;
 pub mod relu2_mlp;
 pub mod rotary;
+pub mod sa_lambdas;
 pub mod scalars;
 pub mod single_skip;
 pub mod smear;

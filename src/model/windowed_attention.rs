@@ -2,7 +2,8 @@
 //! whole documents:
 //! - one [4, C, C] weight for q, k, v and the output (upstream #20 merged QKV, #27 added O);
 //! - QK-norm, then rotary (upstream #5, #6; rotary in rotary.rs);
-//! - v mixed with a value embedding: v <- sa0·v + sa1·ve (upstream #14, #15);
+//! - v mixed with a value embedding, scaled by the layer's lambdas (upstream #14, #15; where
+//!   they act moved in #47 and #48: sa_lambdas.rs);
 //! - causal attention inside each document, within a sliding window of W tokens before the
 //!   query (W + 1 keys with itself), softmax scale from the recipe (upstream #12, #16, #20, #29);
 //! - a sparse gate per head and token: y <- y·σ(h[:g]·W_gᵀ) from the first g channels of the
@@ -11,7 +12,7 @@ use super::attend::{attend, Docs, Pattern};
 use super::norm::rms_norm;
 use super::params::{Group, ParamSet};
 use super::rotary::Rotary;
-use super::scalars::Slot;
+use super::sa_lambdas::LayerLambdas;
 use super::yarn::Yarn;
 use anyhow::Result;
 use tch::Tensor;
@@ -24,7 +25,7 @@ pub struct WindowedAttention {
     qk_norm: Option<f64>,
     rope: Rope,
     /// (sa0, sa1) of this layer in the scalar bank.
-    value_lambdas: Slot,
+    lambdas: LayerLambdas,
     /// The long window of the step, or the short one.
     long: bool,
 }
@@ -67,7 +68,7 @@ impl WindowedAttention {
         ps: &mut ParamSet,
         name: &str,
         cfg: &WindowedConfig,
-        (rope, value_lambdas, long): (Rope, Slot, bool),
+        (rope, lambdas, long): (Rope, LayerLambdas, bool),
         g: Group,
     ) -> WindowedAttention {
         let c = cfg.n_embd;
@@ -82,7 +83,7 @@ impl WindowedAttention {
             n_head: cfg.n_head,
             qk_norm: cfg.qk_norm,
             rope,
-            value_lambdas,
+            lambdas,
             long,
         }
     }
@@ -99,7 +100,8 @@ impl WindowedAttention {
         let (b, t, c) = h.size3()?;
         let (nh, hd) = (self.n_head, c / self.n_head);
         let w = self.qkvo_w.to_kind(h.kind());
-        let qkv = h.linear(&w.narrow(0, 0, 3).reshape([3 * c, c]), None::<Tensor>); // [B, T, 3C]
+        let w_qkv = self.lambdas.qkv_weight(&w.narrow(0, 0, 3).reshape([3 * c, c]), bank);
+        let qkv = h.linear(&w_qkv, None::<Tensor>); // [B, T, 3C]
         let qkv = qkv.view([b, t, 3, nh, hd]);
         let (mut q, mut k, mut v) = (qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2)); // [B, T, H, D]
         if let Some(eps) = self.qk_norm {
@@ -107,11 +109,7 @@ impl WindowedAttention {
         }
         let (rotary, scale) = self.rope.at(yarn_window);
         let (q, k) = (rotary.apply(&q)?, rotary.apply(&k)?);
-        let sa = self.value_lambdas.pair(bank, 0);
-        v = match ve {
-            Some(ve) => &v * &sa.0 + ve.view([b, t, nh, hd]) * &sa.1,
-            None => &v * &sa.0,
-        };
+        v = self.lambdas.values(&v, ve.map(|ve| ve.view([b, t, nh, hd])).as_ref(), bank);
         let window = if self.long { windows.0 } else { windows.1 };
         let pattern =
             Pattern { causal: true, window: Some(window), docs: Some(docs.clone()), scale };
@@ -122,6 +120,7 @@ impl WindowedAttention {
             let gate = h.narrow(2, 0, n).linear(&g.to_kind(h.kind()), None::<Tensor>).sigmoid(); // [B, T, H]
             y = &y * gate.unsqueeze(3);
         }
-        Ok(y.contiguous().view([b, t, c]).linear(&w.get(3), None::<Tensor>))
+        let w_o = self.lambdas.out_weight(&w.get(3), bank);
+        Ok(y.contiguous().view([b, t, c]).linear(&w_o, None::<Tensor>))
     }
 }

@@ -149,8 +149,9 @@ impl Schedule {
     /// Untimed warmup step `i`: step 0's plan with the window sizes taken in turn, so each is
     /// exercised before the clock starts. With a batch schedule (upstream #46) the warmup runs
     /// each stage's plan (windows and batch, the extension's too) for an equal share of steps.
+    /// Its step number is `i`, so Adam steps on the odd ones as in training (upstream #47).
     pub fn warmup(&self, i: u64) -> Plan {
-        let mut plan = self.at(0);
+        let mut plan = Plan { step: i, ..self.at(0) };
         let Some(w) = &self.windows else { return plan };
         if self.batch_shares.len() > 1 {
             let clock = self.steps - self.extension.min(self.steps);
@@ -161,7 +162,7 @@ impl Schedule {
                 starts.push(clock);
             }
             let k = (i * starts.len() as u64 / self.untimed_warmup.max(1)) as usize;
-            return Plan { step: 0, ..self.at(starts[k.min(starts.len() - 1)]) };
+            return Plan { step: i, ..self.at(starts[k.min(starts.len() - 1)]) };
         }
         plan.windows = w.sizes_of(w.schedule[i as usize % w.schedule.len()]);
         plan.yarn_window = plan.windows.0;

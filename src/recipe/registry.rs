@@ -114,6 +114,7 @@ pub const REGISTRY: &[Technique] = &[
     technique("attn_scale", &[20, 31], MODERN),
     technique("yarn", &[31], &["rotary", "windows", "attn_scale"]),
     technique("attn_gate", &[28], MODERN),
+    technique("sa_lambdas", &[47, 48], MODERN),
     technique("smear", &[34, 40], &["embed_norm", "muon"]),
     Technique { lab: Lab::Layer, ..technique("backout", &[40], &[]) },
     technique("softcap", &[9, 18, 19, 28], &[]),

@@ -209,3 +209,16 @@ pub enum Loader {
     /// inside documents.
     Bos,
 }
+
+/// Where each layer's attention lambdas (sa0, sa1) act (src/model/sa_lambdas.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SaLambdas {
+    /// Upstream #15: v <- sa0·v + sa1·ve.
+    #[default]
+    Values,
+    /// Upstream #47: sa0 scales the QKV weight; v <- v + sa1·ve.
+    Qkv,
+    /// Upstream #48: sa0 scales the QKV weight, sa1 the output weight; v <- v + ve.
+    QkvO,
+}

@@ -1,0 +1,55 @@
+//! The attention lambdas (sa0, sa1) of each layer, learned in the scalar bank, and where they
+//! act, which upstream moved twice:
+//! - upstream #15 on (`values`): v <- sa0·v + sa1·ve, init (0.5, 0.5);
+//! - upstream #47 (`qkv`): sa0 scales the QKV weight instead, W_qkv <- sa0·W_qkv, and
+//!   v <- v + sa1·ve. q and k are RMS-normed right after, so sa0 still only scales v, but
+//!   scaling the [3C, C] weight costs less than scaling the [T, C] values;
+//! - upstream #48 (`qkv_o`): sa1 moves onto the output projection, W_o <- sa1·W_o, init 1, and
+//!   the value embedding is added unscaled: v <- v + ve.
+use super::scalars::{ScalarBank, Slot};
+use crate::recipe::SaLambdas;
+use tch::Tensor;
+
+/// One layer's (sa0, sa1).
+#[derive(Clone, Copy)]
+pub struct LayerLambdas {
+    slot: Slot,
+    place: SaLambdas,
+}
+
+/// Reserves (sa0, sa1) for each of `n_layer` layers; returns each layer's.
+pub fn reserve(bank: &mut ScalarBank, n_layer: usize, place: SaLambdas) -> Vec<LayerLambdas> {
+    let sa1 = if place == SaLambdas::QkvO { 1.0 } else { 0.5 };
+    let slot = bank.reserve("value_lambdas", &[0.5, sa1].repeat(n_layer));
+    (0..n_layer).map(|i| LayerLambdas { slot: slot.sub(2 * i, 2), place }).collect()
+}
+
+impl LayerLambdas {
+    /// The QKV weight [3C, C] the layer multiplies by.
+    pub fn qkv_weight(&self, w: &Tensor, bank: &Tensor) -> Tensor {
+        match self.place {
+            SaLambdas::Values => w.shallow_clone(),
+            SaLambdas::Qkv | SaLambdas::QkvO => w * self.slot.get(bank, 0),
+        }
+    }
+
+    /// v, ve: [B, T, H, D] -> v with the value embedding mixed in.
+    pub fn values(&self, v: &Tensor, ve: Option<&Tensor>, bank: &Tensor) -> Tensor {
+        let (sa0, sa1) = self.slot.pair(bank, 0);
+        match (self.place, ve) {
+            (SaLambdas::Values, Some(ve)) => v * sa0 + ve * sa1,
+            (SaLambdas::Values, None) => v * sa0,
+            (SaLambdas::Qkv, Some(ve)) => v + ve * sa1,
+            (SaLambdas::QkvO, Some(ve)) => v + ve,
+            (_, None) => v.shallow_clone(),
+        }
+    }
+
+    /// The output weight [C, C] the layer multiplies by.
+    pub fn out_weight(&self, w: &Tensor, bank: &Tensor) -> Tensor {
+        match self.place {
+            SaLambdas::QkvO => w * self.slot.get(bank, 1),
+            _ => w.shallow_clone(),
+        }
+    }
+}
