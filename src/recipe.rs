@@ -124,6 +124,10 @@ pub struct Recipe {
     pub attn_scale: Option<f64>,
     #[serde(default)]
     pub yarn: Option<Yarn>,
+    /// QKVO and MLP weights stored tall, [4C, C], as upstream #48 stores them: Muon's
+    /// √(rows/cols) then gives them twice the lr, and NorMuon's moments are per row.
+    #[serde(default)]
+    pub tall_matrices: bool,
     /// Where the attention lambdas act: on the values (upstream #15), on the QKV weight
     /// (#47), on the QKV and output weights (#48).
     #[serde(default)]

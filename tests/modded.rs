@@ -81,9 +81,9 @@ fn rms_norm_divides_by_the_root_mean_square_in_fp32() {
 #[test]
 fn relu2_mlp_squares_the_positive_part_and_starts_at_zero_with_zero_proj() {
     let vs = nn::VarStore::new(Device::Cpu);
-    let g = Group { opt: Opt::Muon, lr_mul: 1.0, decay: true, storage: Storage::Fp32 };
+    let g = Group::new(Opt::Muon, 1.0);
     let mut ps = ParamSet::new(vs.root());
-    let mlp = Relu2Mlp::new(&mut ps, "mlp", 4, 0.5, false, (g, g));
+    let mlp = Relu2Mlp::new(&mut ps, "mlp", 4, 0.5, (false, false), (g, g));
     let params = ps.into_params(Kind::Float);
     let (fc, proj) = (&params[0].tensor, &params[1].tensor);
     assert_eq!((fc.size(), proj.size()), (vec![4, 16], vec![4, 16]), "both stored [C, 4C]");
@@ -94,7 +94,7 @@ fn relu2_mlp_squares_the_positive_part_and_starts_at_zero_with_zero_proj() {
     let want = (&h * h.gt(0.0)).square().matmul(&pd.tr());
     assert!(close(&mlp.forward(&x), &want) < 1e-5);
     let mut ps = ParamSet::new(vs.root().sub("z"));
-    let zero = Relu2Mlp::new(&mut ps, "mlp", 4, 0.5, true, (g, g));
+    let zero = Relu2Mlp::new(&mut ps, "mlp", 4, 0.5, (true, false), (g, g));
     assert_eq!(zero.forward(&x).abs().max().double_value(&[]), 0.0);
 }
 

@@ -6,7 +6,7 @@ use common::ranks;
 use corpus::synthetic::SplitMix64;
 use tch::{Device, Kind, Tensor};
 use trainer::dist::{single::Single, Collectives};
-use trainer::model::params::{Group, Opt, Param, Storage};
+use trainer::model::params::{Group, Opt, Param};
 use trainer::optim::dist_adam::{AdamConfig, DistAdam};
 use trainer::optim::muon::{Muon, MuonConfig};
 use trainer::optim::newton_schulz::{orthogonalize, NS5};
@@ -30,11 +30,7 @@ fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
 fn param(name: &str, values: Tensor, lr_mul: f64) -> Param {
     let tensor = values.set_requires_grad(true);
     (&tensor * 0.0).sum(Kind::Float).backward();
-    Param {
-        name: name.into(),
-        tensor,
-        group: Group { opt: Opt::Adam, lr_mul, decay: true, storage: Storage::Fp32 },
-    }
+    Param { name: name.into(), tensor, group: Group::new(Opt::Adam, lr_mul) }
 }
 
 fn set_grad(p: &Param, g: &Tensor) {
@@ -104,6 +100,7 @@ fn muon_cfg(lr: f64, weight_decay: f64) -> MuonConfig {
         orthogonalizer: Default::default(),
         beta2: None,
         cautious_wd: false,
+        gate_rows: false,
         kind: Kind::Float,
     }
 }

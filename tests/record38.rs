@@ -4,7 +4,7 @@ mod common;
 
 use common::{build, record_29_with};
 use tch::{nn, Device, Kind, Tensor};
-use trainer::model::params::{Group, Opt, ParamSet, Storage};
+use trainer::model::params::{Group, Opt, ParamSet};
 use trainer::model::rotary::Rotary;
 use trainer::model::scalars::ScalarBank;
 use trainer::model::smear::Smear;
@@ -113,7 +113,7 @@ fn smear_adds_a_gated_share_of_the_previous_token() {
     let vs = nn::VarStore::new(Device::Cpu);
     let mut ps = ParamSet::new(vs.root());
     let mut bank = ScalarBank::default();
-    let g = Group { opt: Opt::Muon, lr_mul: 1.0, decay: true, storage: Storage::Fp32 };
+    let g = Group::new(Opt::Muon, 1.0);
     let smear = Smear::new(&mut ps, &mut bank, 2, 3, g);
     assert_eq!(bank.layout()[0].init, [0.0; 3], "one scalar per layer, the first used");
     let e = Tensor::from_slice(&[1.0f32, 2.0, 3.0, -1.0, 0.5, 4.0, 2.0, 0.0, -2.0]).view([1, 3, 3]);

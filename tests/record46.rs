@@ -6,7 +6,7 @@ use common::{build, record_29_with};
 use tch::{Kind, Tensor};
 use trainer::dist::single::Single;
 use trainer::model::attend::Docs;
-use trainer::model::params::{Group, Storage};
+use trainer::model::params::Group;
 use trainer::model::params::{Opt, Param};
 use trainer::model::{Ctx, Gpt};
 use trainer::optim::muon::{Muon, MuonConfig};
@@ -148,10 +148,11 @@ fn normuon_normalizes_each_column_by_its_running_second_moment() {
     let (m, r, c) = (2usize, 3usize, 5usize);
     let shape = [m as i64, r as i64, c as i64];
     let (v1, v2) = (pattern(&shape, 0.5, 1.0), pattern(&shape, 2.0, 0.3));
-    let mut s = normuon::second_moment(&shape);
+    let dim = normuon::reduced_dim(&shape, false);
+    let mut s = normuon::second_moment(&shape, dim);
     assert_eq!(s.size(), [2, 1, 5]);
-    let _ = normuon::normalize(&v1, &mut s, 0.95);
-    let out = normuon::normalize(&v2, &mut s, 0.95);
+    let _ = normuon::normalize(&v1, &mut s, 0.95, dim);
+    let out = normuon::normalize(&v2, &mut s, 0.95, dim);
 
     let flat = |t: &Tensor| Vec::<f64>::try_from(t.to_kind(Kind::Double).flatten(0, -1)).unwrap();
     let (a, b, got) = (flat(&v1), flat(&v2), flat(&out));
@@ -180,7 +181,8 @@ fn normuon_normalizes_each_column_by_its_running_second_moment() {
             }
         }
     }
-    assert_eq!(normuon::second_moment(&[4, 2]).size(), [4, 1], "tall: one moment per row");
+    let tall = normuon::reduced_dim(&[4, 2], false);
+    assert_eq!(normuon::second_moment(&[4, 2], tall).size(), [4, 1], "tall: one moment per row");
 }
 
 /// #42: c_fc steps at twice Muon's lr; the 40 extension steps run at the lr floor and at the
@@ -227,7 +229,7 @@ fn cautious_weight_decay_spares_entries_the_update_grows() {
     let want = Tensor::from_slice(&[1.0f32 - 0.5 - 0.1, -2.5, 3.5, -4.0 + 0.5 + 0.4]).view([2, 2]);
     assert!(p.allclose(&want, 1e-6, 1e-7, false), "{p}");
 
-    let group = Group { opt: Opt::Muon, lr_mul: 2.0, decay: true, storage: Storage::Fp32 };
+    let group = Group::new(Opt::Muon, 2.0);
     let w = pattern(&[4, 8], 0.3, 1.0);
     let tensor = w.copy().set_requires_grad(true);
     (&tensor * 0.0).sum(Kind::Float).backward(); // a zero gradient
@@ -239,6 +241,7 @@ fn cautious_weight_decay_spares_entries_the_update_grows() {
         orthogonalizer: Orthogonalizer::PolarExpress,
         beta2: Some(0.95),
         cautious_wd: true,
+        gate_rows: false,
         kind: Kind::Float,
     };
     let mut muon = Muon::new(vec![param], cfg).unwrap();

@@ -117,6 +117,7 @@ impl Gpt {
             n_head: r.n_head as i64,
             bound,
             zero_proj: r.zero_proj,
+            tall: r.tall_matrices,
             gate: r.attn_gate.map(|n| (n as i64, g.gate)),
             qk_norm: r.qk_norm.then_some(r.ln_eps),
         };
@@ -144,7 +145,7 @@ impl Gpt {
                             &format!("{n}.attn"),
                             &windowed,
                             (rot, sa[i], w == 'L'),
-                            g.hidden,
+                            g.qkvo,
                         ))
                     }
                 };
@@ -158,8 +159,8 @@ impl Gpt {
                         &format!("{n}.mlp"),
                         c,
                         bound,
-                        r.zero_proj,
-                        (g.c_fc, g.hidden),
+                        (r.zero_proj, r.tall_matrices),
+                        (g.c_fc, g.c_proj),
                     )),
                 };
                 let norm = (r.norm, r.ln_eps);

@@ -24,15 +24,33 @@ pub enum Storage {
     Bf16OnCuda,
 }
 
+/// What an optimizer needs to know about a parameter beyond its shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Plain,
+    /// An attention layer's Q, K, V and O in one weight: Muon treats them as four matrices.
+    Qkvo,
+    /// A gate's matrix ([heads, channels]): NorMuon's moments per row from upstream #48.
+    Gate,
+}
+
 /// How the optimizer treats a parameter; set where the parameter is created.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Group {
     pub opt: Opt,
+    pub role: Role,
     /// Multiplies the optimizer's base learning rate (upstream's `lr_mul`).
     pub lr_mul: f64,
     /// Weight decay applies (llm.c: matrices only; upstream's optimizers decay everything).
     pub decay: bool,
     pub storage: Storage,
+}
+
+impl Group {
+    /// Stored in fp32, decaying, no special role.
+    pub fn new(opt: Opt, lr_mul: f64) -> Group {
+        Group { opt, role: Role::Plain, lr_mul, decay: true, storage: Storage::Fp32 }
+    }
 }
 
 /// The groups of one recipe, resolved once: each part takes the one its tensors belong to.
@@ -46,8 +64,12 @@ pub struct Groups {
     pub scalars: Group,
     /// Matrices inside the blocks.
     pub hidden: Group,
-    /// The MLP's c_fc: `hidden` with its own lr multiplier from upstream #42.
+    /// An attention layer's QKVO weight.
+    pub qkvo: Group,
+    /// The MLP's c_fc and c_proj: `hidden` with their own lr multipliers (upstream #42: c_fc
+    /// 2; #48: c_fc 1, c_proj 2).
     pub c_fc: Group,
+    pub c_proj: Group,
     /// The small gates' matrices (attention gates): Muon, bf16 on CUDA with bf16_linears.
     pub gate: Group,
     /// Biases and norm weights.
@@ -56,11 +78,12 @@ pub struct Groups {
 
 impl Groups {
     pub fn new(r: &Recipe) -> Groups {
-        let fp32 = |opt, lr_mul, decay| Group { opt, lr_mul, decay, storage: Storage::Fp32 };
+        let fp32 = |opt, lr_mul, decay| Group { decay, ..Group::new(opt, lr_mul) };
         if r.muon.is_none() {
             let (matrix, vector) = (fp32(Opt::AdamW, 1.0, true), fp32(Opt::AdamW, 1.0, false));
             let (embed, head, scalars, hidden, gate) = (matrix, matrix, vector, matrix, matrix);
-            return Groups { embed, head, scalars, hidden, c_fc: hidden, gate, vector };
+            let (qkvo, c_fc, c_proj) = (hidden, hidden, hidden);
+            return Groups { embed, head, scalars, hidden, qkvo, c_fc, c_proj, gate, vector };
         }
         // Upstream's optimizers decay every parameter (with weight_decay 0 until #46).
         let mul = |f: fn(&crate::recipe::LrMul) -> f64| r.lr_mul.as_ref().map_or(1.0, f);
@@ -69,10 +92,12 @@ impl Groups {
         Groups {
             embed: Group { storage: embed_storage, ..fp32(Opt::Adam, mul(|m| m.embed), true) },
             head: Group { storage: linear_storage, ..fp32(Opt::Adam, mul(|m| m.head), true) },
-            gate: Group { storage: linear_storage, ..fp32(Opt::Muon, 1.0, true) },
+            gate: Group { storage: linear_storage, role: Role::Gate, ..fp32(Opt::Muon, 1.0, true) },
             scalars: fp32(Opt::Adam, mul(|m| m.scalars), true),
             hidden: fp32(Opt::Muon, 1.0, true),
+            qkvo: Group { role: Role::Qkvo, ..fp32(Opt::Muon, 1.0, true) },
             c_fc: fp32(Opt::Muon, r.lr_mul.as_ref().and_then(|m| m.c_fc).unwrap_or(1.0), true),
+            c_proj: fp32(Opt::Muon, r.lr_mul.as_ref().and_then(|m| m.c_proj).unwrap_or(1.0), true),
             vector: fp32(Opt::Adam, 1.0, true),
         }
     }

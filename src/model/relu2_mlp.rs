@@ -1,11 +1,13 @@
 //! The MLP of upstream #5 on: C -> 4C -> relu(x)^2 -> C, no biases. Both matrices are stored
-//! as [C, 4C] (upstream #27 stores c_fc transposed), so Muon batches all 2L of them as one shape.
+//! as [C, 4C] (upstream #27 stores c_fc transposed), so Muon batches all 2L of them as one
+//! shape; from upstream #48 both are stored tall, [4C, C] (`tall_matrices`).
 use super::params::{Group, ParamSet};
 use tch::Tensor;
 
 pub struct Relu2Mlp {
-    c_fc: Tensor,   // [C, 4C], used as x @ c_fc
-    c_proj: Tensor, // [C, 4C], used as x @ c_projᵀ
+    c_fc: Tensor,   // [C, 4C], used as x @ c_fc; tall: [4C, C], x @ c_fcᵀ
+    c_proj: Tensor, // [C, 4C], used as h @ c_projᵀ; tall: [4C, C], h @ c_proj
+    tall: bool,
 }
 
 impl Relu2Mlp {
@@ -17,22 +19,28 @@ impl Relu2Mlp {
         name: &str,
         c: i64,
         bound: f64,
-        zero_proj: bool,
+        (zero_proj, tall): (bool, bool),
         (g_fc, g_proj): (Group, Group),
     ) -> Self {
-        let c_fc = ps.uniform(&format!("{name}.c_fc"), &[c, 4 * c], bound, g_fc);
+        let shape = if tall { [4 * c, c] } else { [c, 4 * c] };
+        let c_fc = ps.uniform(&format!("{name}.c_fc"), &shape, bound, g_fc);
         let c_proj = if zero_proj {
-            ps.zeros(&format!("{name}.c_proj"), &[c, 4 * c], g_proj)
+            ps.zeros(&format!("{name}.c_proj"), &shape, g_proj)
         } else {
-            ps.uniform(&format!("{name}.c_proj"), &[c, 4 * c], bound, g_proj)
+            ps.uniform(&format!("{name}.c_proj"), &shape, bound, g_proj)
         };
-        Relu2Mlp { c_fc, c_proj }
+        Relu2Mlp { c_fc, c_proj, tall }
     }
 
     /// x: [B, T, C] -> [B, T, C]
     pub fn forward(&self, x: &Tensor) -> Tensor {
         let k = x.kind();
-        let h = x.matmul(&self.c_fc.to_kind(k)).relu().square(); // [B, T, 4C]
-        h.matmul(&self.c_proj.to_kind(k).tr())
+        let (c_fc, c_proj) = (self.c_fc.to_kind(k), self.c_proj.to_kind(k));
+        if self.tall {
+            let h = x.linear(&c_fc, None::<Tensor>).relu().square(); // [B, T, 4C]
+            return h.matmul(&c_proj);
+        }
+        let h = x.matmul(&c_fc).relu().square(); // [B, T, 4C]
+        h.matmul(&c_proj.tr())
     }
 }

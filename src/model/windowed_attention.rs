@@ -18,7 +18,7 @@ use anyhow::Result;
 use tch::Tensor;
 
 pub struct WindowedAttention {
-    qkvo_w: Tensor,       // [4, C, C]: Wq, Wk, Wv, Wo (each [out, in])
+    qkvo_w: Tensor,       // [4, C, C]: Wq, Wk, Wv, Wo (each [out, in]); tall: [4C, C]
     gate: Option<Tensor>, // [H, g]
     n_head: i64,
     /// QK-norm's eps, or None without it.
@@ -37,6 +37,8 @@ pub struct WindowedConfig {
     /// Uniform init bound of Wq, Wk, Wv; Wo starts at zero when `zero_proj`.
     pub bound: f64,
     pub zero_proj: bool,
+    /// Stored as [4C, C] (upstream #48) instead of [4, C, C]: the same rows.
+    pub tall: bool,
     /// Channels the sparse gate reads (upstream #28) and the gate's group, or None.
     pub gate: Option<(i64, Group)>,
     pub qk_norm: Option<f64>,
@@ -72,9 +74,10 @@ impl WindowedAttention {
         g: Group,
     ) -> WindowedAttention {
         let c = cfg.n_embd;
-        let qkvo_w = ps.uniform(&format!("{name}.qkvo_w"), &[4, c, c], cfg.bound, g);
+        let shape: &[i64] = if cfg.tall { &[4 * c, c] } else { &[4, c, c] };
+        let qkvo_w = ps.uniform(&format!("{name}.qkvo_w"), shape, cfg.bound, g);
         if cfg.zero_proj {
-            let _ = tch::no_grad(|| qkvo_w.get(3).zero_());
+            let _ = tch::no_grad(|| qkvo_w.view([4 * c, c]).narrow(0, 3 * c, c).zero_());
         }
         let gate = cfg.gate.map(|(n, g)| ps.zeros(&format!("{name}.gate"), &[cfg.n_head, n], g));
         WindowedAttention {
@@ -99,8 +102,8 @@ impl WindowedAttention {
     ) -> Result<Tensor> {
         let (b, t, c) = h.size3()?;
         let (nh, hd) = (self.n_head, c / self.n_head);
-        let w = self.qkvo_w.to_kind(h.kind());
-        let w_qkv = self.lambdas.qkv_weight(&w.narrow(0, 0, 3).reshape([3 * c, c]), bank);
+        let w = self.qkvo_w.to_kind(h.kind()).view([4 * c, c]); // either layout's rows
+        let w_qkv = self.lambdas.qkv_weight(&w.narrow(0, 0, 3 * c), bank);
         let qkv = h.linear(&w_qkv, None::<Tensor>); // [B, T, 3C]
         let qkv = qkv.view([b, t, 3, nh, hd]);
         let (mut q, mut k, mut v) = (qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2)); // [B, T, H, D]
@@ -120,7 +123,7 @@ impl WindowedAttention {
             let gate = h.narrow(2, 0, n).linear(&g.to_kind(h.kind()), None::<Tensor>).sigmoid(); // [B, T, H]
             y = &y * gate.unsqueeze(3);
         }
-        let w_o = self.lambdas.out_weight(&w.get(3), bank);
+        let w_o = self.lambdas.out_weight(&w.narrow(0, 3 * c, c), bank);
         Ok(y.contiguous().view([b, t, c]).linear(&w_o, None::<Tensor>))
     }
 }

@@ -74,7 +74,7 @@ pub fn clip_factor(params: &[Param], max_norm: f64) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::params::{Group, Opt, Storage};
+    use crate::model::params::{Group, Opt};
     use tch::{Device, Kind};
 
     fn param(values: &[f32], grad: &[f32], decay: bool) -> Param {
@@ -85,7 +85,7 @@ mod tests {
             g = tensor.grad();
         }
         g.copy_(&Tensor::from_slice(grad));
-        let group = Group { opt: Opt::AdamW, lr_mul: 1.0, decay, storage: Storage::Fp32 };
+        let group = Group { decay, ..Group::new(Opt::AdamW, 1.0) };
         Param { name: "p".into(), tensor, group }
     }
 

@@ -19,14 +19,15 @@
 //!
 //! Upstream #36 stores each layer's QKVO weight as (768, 3072), the MLP matrices' shape, so that
 //! attention and MLP share one reduce-scatter, and orthogonalizes it viewed as (4, 768, 768):
-//! Q, K, V and O separately. Ours keeps [4, C, C], which Newton–Schulz already treats as four
-//! matrices, and groups by shape; #36's custom group sizes ([1, 10, 16, 16] on 8 GPUs, the
+//! Q, K, V and O separately. Ours keeps [4, C, C] until upstream #48 makes both tall
+//! ([4C, C], `tall_matrices`), and orthogonalizes any QKVO weight viewed as [4, C, C];
+//! params are grouped by shape; #36's custom group sizes ([1, 10, 16, 16] on 8 GPUs, the
 //! smallest first) decide which rank orthogonalizes which matrix and how much padding the
 //! collectives carry, not the update, which is the same per parameter.
 use super::newton_schulz::orthogonalize;
 use super::{cautious_wd, normuon, polar_express};
 use crate::dist::{Collectives, Op};
-use crate::model::params::Param;
+use crate::model::params::{Param, Role};
 use crate::recipe::Orthogonalizer;
 use anyhow::{bail, ensure, Context, Result};
 use tch::{Kind, Tensor};
@@ -42,6 +43,8 @@ pub struct MuonConfig {
     pub beta2: Option<f64>,
     /// Cautious, lr-coupled weight decay (upstream #43).
     pub cautious_wd: bool,
+    /// NorMuon's moments per gate row (per head), whatever the gate's shape (upstream #48).
+    pub gate_rows: bool,
     /// The kind Newton–Schulz computes in: bf16 on CUDA, fp32 on CPU.
     pub kind: Kind,
 }
@@ -155,15 +158,22 @@ impl Muon {
         let buf = self.bufs[i].get_or_insert_with(|| g.zeros_like());
         let _ = buf.lerp_(&g, 1.0 - momentum);
         let u = g.lerp(buf, momentum);
+        let (shape, role) = (g.size(), self.params[i].group.role);
+        // Q, K, V and O are orthogonalized (and normalized) as four matrices (upstream #36).
+        let u = match role {
+            Role::Qkvo => u.reshape([4, -1, shape[shape.len() - 1]]),
+            _ => u,
+        };
         let mut o = match self.cfg.orthogonalizer {
             Orthogonalizer::NewtonSchulz => orthogonalize(&u, self.cfg.ns_steps, self.cfg.kind),
             Orthogonalizer::PolarExpress => polar_express::orthogonalize(&u, self.cfg.kind),
         };
         if let Some(beta2) = self.cfg.beta2 {
-            let shape = o.size();
+            let dim = normuon::reduced_dim(&shape, self.cfg.gate_rows && role == Role::Gate);
+            let view = o.size();
             let s = self.seconds[i]
-                .get_or_insert_with(|| normuon::second_moment(&shape).to_device(o.device()));
-            o = normuon::normalize(&o, s, beta2);
+                .get_or_insert_with(|| normuon::second_moment(&view, dim).to_device(o.device()));
+            o = normuon::normalize(&o, s, beta2, dim).reshape(shape.as_slice());
         }
         let eff_lr = lr * self.params[i].group.lr_mul * shape_factor;
         o.to_kind(self.params[i].tensor.kind()) * eff_lr

@@ -6,34 +6,39 @@
 //! V' = V / √max(s, 1e-10)
 //! V' ← V'·‖V‖_F / max(‖V'‖_F, 1e-10)          the step keeps Muon's overall size
 //! ```
-//! Upstream takes the mean over dim −2 when the parameter is wide (all of its matrices are:
-//! (768, 3072) QKVO and MLP, (6, 12) and (1, 12) gates), over dim −1 when tall. Ours stores
-//! QKVO as [4, C, C], square; its stats are per column too, upstream's orientation.
+//! Upstream decides the orientation from the parameter's shape: the mean over dim −1 (one
+//! moment per row) when rows ≥ cols, over dim −2 when wide. Until #47 all of its matrices were
+//! wide ((768, 3072) QKVO and MLP, (6, 12) and (1, 12) gates): per column. Ours stores that
+//! QKVO as [4, C, C], which stands for the wide layout: per column too. Upstream #48 stores
+//! QKVO and MLP tall, (3072, 768), so their moments are per row (the same neurons for the MLP,
+//! the output features for QKVO), and forces gates to per row (one moment per head).
 use tch::{Kind, Tensor};
 
-/// The reduced dim of a [.., rows, cols] update: −2 unless the matrices are tall.
-pub fn reduced_dim(shape: &[i64]) -> i64 {
+/// The reduced dim for a parameter of `shape`: −1 (per row) when `per_row` (upstream #48's
+/// gates) or the matrix is tall or square, −2 when wide or stacked as [4, C, C].
+pub fn reduced_dim(shape: &[i64], per_row: bool) -> i64 {
     let (rows, cols) = (shape[shape.len() - 2], shape[shape.len() - 1]);
-    if rows > cols {
+    if per_row || (shape.len() == 2 && rows >= cols) {
         -1
     } else {
         -2
     }
 }
 
-/// The zero second-moment buffer of an update of `shape`: [.., 1, cols] (or [.., rows, 1]).
-pub fn second_moment(shape: &[i64]) -> Tensor {
+/// The zero second-moment buffer of an update of `shape` reduced over `dim`: [.., 1, cols]
+/// (dim −2) or [.., rows, 1] (dim −1).
+pub fn second_moment(shape: &[i64], dim: i64) -> Tensor {
     let mut s = shape.to_vec();
-    let d = (s.len() as i64 + reduced_dim(shape)) as usize;
+    let d = (s.len() as i64 + dim) as usize;
     s[d] = 1;
     Tensor::zeros(s.as_slice(), (Kind::Float, tch::Device::Cpu))
 }
 
-/// Normalizes the orthogonalized update `v` ([.., rows, cols]) with the running second moment
-/// `s` (updated in place, fp32); returns fp32.
-pub fn normalize(v: &Tensor, s: &mut Tensor, beta2: f64) -> Tensor {
+/// Normalizes the orthogonalized update `v` ([.., rows, cols]) over `dim` with the running
+/// second moment `s` (updated in place, fp32); returns fp32.
+pub fn normalize(v: &Tensor, s: &mut Tensor, beta2: f64, dim: i64) -> Tensor {
     let v = v.to_kind(Kind::Float);
-    let mean_sq = v.square().mean_dim(reduced_dim(&v.size()), true, Kind::Float);
+    let mean_sq = v.square().mean_dim(dim, true, Kind::Float);
     let _ = s.lerp_(&mean_sq, 1.0 - beta2);
     let scaled = &v * s.clamp_min(1e-10).rsqrt();
     let frob = |t: &Tensor| t.norm_scalaropt_dim(2, [-2, -1], true);

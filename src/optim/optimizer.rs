@@ -55,6 +55,7 @@ impl Optimizer {
             orthogonalizer: m.orthogonalizer,
             beta2: m.beta2,
             cautious_wd: m.cautious_wd,
+            gate_rows: m.gate_rows,
             kind: compute,
         };
         Ok(Optimizer::MuonAdam {

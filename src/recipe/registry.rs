@@ -115,6 +115,7 @@ pub const REGISTRY: &[Technique] = &[
     technique("yarn", &[31], &["rotary", "windows", "attn_scale"]),
     technique("attn_gate", &[28], MODERN),
     technique("sa_lambdas", &[47, 48], MODERN),
+    technique("tall_matrices", &[48], &["muon"]),
     technique("smear", &[34, 40], &["embed_norm", "muon"]),
     Technique { lab: Lab::Layer, ..technique("backout", &[40], &[]) },
     technique("softcap", &[9, 18, 19, 28], &[]),
@@ -131,9 +132,9 @@ pub const REGISTRY: &[Technique] = &[
             ("momentum_cooldown", Lab::Steps),
             ("ns_steps", Lab::Same),
         ]),
-        ..technique("muon", &[3, 4, 6, 8, 9, 13, 15, 24, 32, 36, 39, 41, 43], &[])
+        ..technique("muon", &[3, 4, 6, 8, 9, 13, 15, 24, 32, 36, 39, 41, 43, 48], &[])
     },
-    technique("lr_mul", &[24, 42], &["muon"]),
+    technique("lr_mul", &[24, 42, 48], &["muon"]),
     technique("adam_every", &[39], &["muon"]),
     technique("lr_schedule", &[4, 19, 46], &[]),
     technique("loss_sum", &[21], &[]),

@@ -148,6 +148,10 @@ pub struct Muon {
     /// src/optim/cautious_wd.rs).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cautious_wd: bool,
+    /// NorMuon's moments per gate row, one per head (upstream #48 fixed the gates'
+    /// orientation; before, their shape made them per column).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gate_rows: bool,
     /// How the update is orthogonalized: Newton–Schulz (#3) or Polar Express (#38).
     #[serde(default, skip_serializing_if = "Orthogonalizer::is_newton_schulz")]
     pub orthogonalizer: Orthogonalizer,
@@ -170,7 +174,7 @@ impl Orthogonalizer {
 }
 
 /// Per-tensor lr multipliers on top of the optimizer's lr: Adam's (upstream #24) and, from
-/// upstream #42, Muon's for the MLP's c_fc (2).
+/// upstream #42, Muon's for the MLP's c_fc (2), moved to c_proj (2) by #48.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LrMul {
@@ -179,6 +183,8 @@ pub struct LrMul {
     pub scalars: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub c_fc: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub c_proj: Option<f64>,
 }
 
 /// The learning-rate multiplier over training.
