@@ -128,6 +128,16 @@ pub struct Recipe {
     /// √(rows/cols) then gives them twice the lr, and NorMuon's moments are per row.
     #[serde(default)]
     pub tall_matrices: bool,
+    /// Partial key offset on the long-window layers (upstream #49; src/model/key_offset.rs).
+    #[serde(default)]
+    pub key_offset: bool,
+    /// The scalar bank relaid out (upstream #49): all resid lambdas, all x0 lambdas, the
+    /// attention lambdas, smear, backout, then one skip lambda instead of L skip slots.
+    #[serde(default)]
+    pub compact_scalars: bool,
+    /// The value embedding tables start at zero (upstream #49).
+    #[serde(default)]
+    pub zero_value_embeds: bool,
     /// Where the attention lambdas act: on the values (upstream #15), on the QKV weight
     /// (#47), on the QKV and output weights (#48).
     #[serde(default)]
@@ -381,6 +391,10 @@ impl Recipe {
                 "recipe: single_skip = [{from}, {to}] needs from < to, a running from, and to in the second half of the {l} layers"
             );
         }
+        ensure!(
+            !self.key_offset || self.rotary.as_ref().is_some_and(|r| r.truncated),
+            "recipe: key_offset shifts the dims a truncated rotary leaves unrotated; it needs rotary.truncated"
+        );
         if let Some(w) = &self.windows {
             ensure!(
                 w.block > 0 && !w.schedule.is_empty(),

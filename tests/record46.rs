@@ -285,7 +285,7 @@ fn a_single_gated_skip_replaces_the_unet() {
 
     let x = Tensor::ones([1, 2, 3], (Kind::Float, tch::Device::Cpu));
     let mut bank = trainer::model::scalars::ScalarBank::default();
-    let s = trainer::model::single_skip::SingleSkip::new(&mut bank, 12, (4, 7), -1.5);
+    let s = trainer::model::single_skip::SingleSkip::new(&mut bank, 12, (4, 7), -1.5, false);
     let mut w = [0.0f32; 12];
     w[1] = 2.0; // slot 7 - 6
     let got = s.add(&x, &(&x * 3.0), &Tensor::from_slice(&w));

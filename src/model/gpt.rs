@@ -20,7 +20,7 @@ use super::smear::Smear;
 use super::unet::UNetSkips;
 use super::value_embed::ValueEmbeds;
 use super::windowed_attention::{Rope, WindowedAttention, WindowedConfig};
-use super::x0_lambdas::X0Lambdas;
+use super::x0_lambdas::{Layout, X0Lambdas};
 use super::yarn::Yarn;
 use crate::recipe::{Activation, Init, Recipe};
 use anyhow::{Context, Result};
@@ -77,17 +77,25 @@ impl Gpt {
         if r.embed_norm {
             embed = embed.with_norm(r.ln_eps);
         }
+        // Upstream #49 starts the value embeddings at zero.
+        let ve_init = if r.zero_value_embeds { nn::Init::Const(0.0) } else { embed_init };
         let value_embeds = (r.value_embed_layers.as_ref())
-            .map(|p| ValueEmbeds::new(&mut ps, p, vp, c, embed_init, g.embed));
+            .map(|p| ValueEmbeds::new(&mut ps, p, vp, c, ve_init, g.embed));
 
-        // The scalar bank in upstream's order: skips, block lambdas, value lambdas.
+        // The scalar bank in upstream's order: skips, block lambdas, value lambdas, smear,
+        // backout; from upstream #49 (compact_scalars) the one skip lambda comes last.
         let mut scalars = ScalarBank::default();
         let running = (0..l).filter(|&i| !r.skips_layer(i)).count();
         let unet = r.unet.then(|| UNetSkips::new(&mut scalars, (l, running), r.skip_gate));
-        let skip = (r.single_skip.zip(r.skip_gate))
-            .map(|([from, to], gate)| SingleSkip::new(&mut scalars, l, (from, to), gate));
+        let single_skip = |bank: &mut ScalarBank| {
+            (r.single_skip.zip(r.skip_gate)).map(|([from, to], gate)| {
+                SingleSkip::new(bank, l, (from, to), gate, r.compact_scalars)
+            })
+        };
+        let mut skip = if r.compact_scalars { None } else { single_skip(&mut scalars) };
         let lambda0 = r.block_lambda_init.unwrap_or(1.0) as f32;
-        let x0_lambdas = r.x0_lambdas.then(|| X0Lambdas::new(&mut scalars, l, lambda0));
+        let layout = if r.compact_scalars { Layout::Split } else { Layout::Pairs };
+        let x0_lambdas = r.x0_lambdas.then(|| X0Lambdas::new(&mut scalars, l, lambda0, layout));
         let value_lambdas =
             (r.attn_layers.as_ref()).map(|_| sa_lambdas::reserve(&mut scalars, l, r.sa_lambdas));
         let longest = (r.batch_rows * r.seq_len).max(r.val_seq_len.unwrap_or(0)) as i64;
@@ -100,6 +108,9 @@ impl Gpt {
             embed = embed.with_smear(Smear::new(&mut ps, &mut scalars, n as i64, slots, g.gate));
         }
         let backout = r.backout.map(|layer| Backout::new(&mut scalars, layer));
+        if r.compact_scalars {
+            skip = single_skip(&mut scalars);
+        }
         let rope = r.rotary.as_ref().map(|rot| match (&r.yarn, &r.windows) {
             (Some(y), Some(w)) => {
                 let first = (w.schedule[0] * w.block) as i64;
@@ -118,6 +129,7 @@ impl Gpt {
             bound,
             zero_proj: r.zero_proj,
             tall: r.tall_matrices,
+            key_offset: r.key_offset,
             gate: r.attn_gate.map(|n| (n as i64, g.gate)),
             qk_norm: r.qk_norm.then_some(r.ln_eps),
         };

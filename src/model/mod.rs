@@ -7,6 +7,7 @@ pub mod embedding;
 pub mod fp8_head;
 pub mod gpt;
 pub mod head;
+pub mod key_offset;
 pub mod mlp;
 pub mod norm;
 pub mod params;

@@ -9,6 +9,7 @@
 //! - a sparse gate per head and token: y <- y·σ(h[:g]·W_gᵀ) from the first g channels of the
 //!   normed input, zero-initialised so it starts at 0.5 (upstream #28).
 use super::attend::{attend, Docs, Pattern};
+use super::key_offset;
 use super::norm::rms_norm;
 use super::params::{Group, ParamSet};
 use super::rotary::Rotary;
@@ -28,6 +29,8 @@ pub struct WindowedAttention {
     lambdas: LayerLambdas,
     /// The long window of the step, or the short one.
     long: bool,
+    /// Partial key offset (key_offset.rs), on long-window layers only.
+    key_offset: bool,
 }
 
 /// How a layer's windowed attention is built (resolved from the recipe once).
@@ -39,6 +42,8 @@ pub struct WindowedConfig {
     pub zero_proj: bool,
     /// Stored as [4C, C] (upstream #48) instead of [4, C, C]: the same rows.
     pub tall: bool,
+    /// The long-window layers shift their keys' unrotated dims by one position (upstream #49).
+    pub key_offset: bool,
     /// Channels the sparse gate reads (upstream #28) and the gate's group, or None.
     pub gate: Option<(i64, Group)>,
     pub qk_norm: Option<f64>,
@@ -88,6 +93,7 @@ impl WindowedAttention {
             rope,
             lambdas,
             long,
+            key_offset: cfg.key_offset && long,
         }
     }
 
@@ -111,7 +117,10 @@ impl WindowedAttention {
             (q, k) = (rms_norm(&q, eps), rms_norm(&k, eps));
         }
         let (rotary, scale) = self.rope.at(yarn_window);
-        let (q, k) = (rotary.apply(&q)?, rotary.apply(&k)?);
+        let (q, mut k) = (rotary.apply(&q)?, rotary.apply(&k)?);
+        if self.key_offset {
+            k = key_offset::shift_stationary(&k);
+        }
         v = self.lambdas.values(&v, ve.map(|ve| ve.view([b, t, nh, hd])).as_ref(), bank);
         let window = if self.long { windows.0 } else { windows.1 };
         let pattern =
