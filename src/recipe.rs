@@ -177,6 +177,10 @@ pub struct Recipe {
     /// (upstream #39: 2, on odd steps); Muon still steps every step.
     #[serde(default)]
     pub adam_every: Option<u64>,
+    /// Adam's weight decay is cautious and lr²-coupled, decaying where u·p passes this test
+    /// (upstream #50: ">="; #53: ">"; src/optim/cautious_adam.rs).
+    #[serde(default)]
+    pub adam_cautious_wd: Option<CautiousMask>,
     #[serde(default)]
     pub lr_schedule: LrSchedule,
     /// Gradients of the loss summed over each reference rank's tokens (upstream's

@@ -33,6 +33,11 @@ fn param(name: &str, values: Tensor, lr_mul: f64) -> Param {
     Param { name: name.into(), tensor, group: Group::new(Opt::Adam, lr_mul) }
 }
 
+/// Adam at lr 0.01, betas (0.8, 0.95), with plain weight decay.
+fn adam_cfg(eps: f64, weight_decay: f64) -> AdamConfig {
+    AdamConfig { lr: 0.01, beta1: 0.8, beta2: 0.95, eps, weight_decay, cautious: None }
+}
+
 fn set_grad(p: &Param, g: &Tensor) {
     tch::no_grad(|| p.tensor.grad().copy_(g));
 }
@@ -138,7 +143,7 @@ fn muon_two_steps_match_hand_computation() {
 
 #[test]
 fn dist_adam_two_steps_match_hand_computation() {
-    let cfg = AdamConfig { lr: 0.01, beta1: 0.8, beta2: 0.95, eps: 1e-3, weight_decay: 0.2 };
+    let cfg = adam_cfg(1e-3, 0.2);
     let (p0, lr_mul, lrf) = ([0.5f64, -1.0, 2.0], 3.0, [1.0, 0.5]);
     let grads = [[1e-3f64, -2e-3, 5e-2], [-3e-3, 1e-3, 4e-2]];
     let p32: Vec<f32> = p0.iter().map(|&x| x as f32).collect();
@@ -181,7 +186,7 @@ fn dist_adam_two_steps_match_hand_computation() {
 /// upstream's compiled step does (rounding g·(1−β1) and g²·(1−β2) to bf16 first loses bits).
 #[test]
 fn dist_adam_rounds_bf16_state_once() {
-    let cfg = AdamConfig { lr: 0.01, beta1: 0.8, beta2: 0.95, eps: 1e-10, weight_decay: 0.0 };
+    let cfg = adam_cfg(1e-10, 0.0);
     let p0 = data(&[64, 4], 3).to_kind(Kind::BFloat16);
     let (g1, g2) = (data(&[64, 4], 4), data(&[64, 4], 5));
     let mut opt = DistAdam::new(vec![param("embed", p0.copy(), 1.0)], cfg).unwrap();
@@ -237,7 +242,7 @@ fn params(prefix: &str, shapes: &[&[i64]], seed: u64) -> Vec<Param> {
 }
 
 fn optimizers() -> (Muon, DistAdam) {
-    let adam = AdamConfig { lr: 0.01, beta1: 0.8, beta2: 0.95, eps: 1e-10, weight_decay: 0.05 };
+    let adam = adam_cfg(1e-10, 0.05);
     let muon = Muon::new(params("m", &MUON_SHAPES, 100), muon_cfg(0.02, 0.1)).unwrap();
     (muon, DistAdam::new(params("a", &ADAM_SHAPES, 200), adam).unwrap())
 }
@@ -302,7 +307,7 @@ fn bad_shapes_are_refused_by_name() {
     let errs = ranks(2, 60, |_, mut coll| {
         let p = param("lm_head.weight", data(&[3, 2], 1), 1.0);
         set_grad(&p, &data(&[3, 2], 2));
-        let cfg = AdamConfig { lr: 0.01, beta1: 0.8, beta2: 0.95, eps: 1e-10, weight_decay: 0.0 };
+        let cfg = adam_cfg(1e-10, 0.0);
         let mut opt = DistAdam::new(vec![p], cfg).unwrap();
         opt.step(&mut *coll, 1.0).unwrap_err().to_string()
     });
@@ -311,10 +316,7 @@ fn bad_shapes_are_refused_by_name() {
     }
     let err = Muon::new(vec![param("scalars", data(&[64], 0), 1.0)], muon_cfg(0.05, 0.0));
     assert!(err.err().unwrap().to_string().contains("scalars"));
-    let err = DistAdam::new(
-        vec![param("lambda", Tensor::from(1.0f32), 1.0)],
-        AdamConfig { lr: 0.01, beta1: 0.8, beta2: 0.95, eps: 1e-10, weight_decay: 0.0 },
-    );
+    let err = DistAdam::new(vec![param("lambda", Tensor::from(1.0f32), 1.0)], adam_cfg(1e-10, 0.0));
     assert!(err.err().unwrap().to_string().contains("lambda"));
 }
 

@@ -93,7 +93,9 @@ impl Groups {
             embed: Group { storage: embed_storage, ..fp32(Opt::Adam, mul(|m| m.embed), true) },
             head: Group { storage: linear_storage, ..fp32(Opt::Adam, mul(|m| m.head), true) },
             gate: Group { storage: linear_storage, role: Role::Gate, ..fp32(Opt::Muon, 1.0, true) },
-            scalars: fp32(Opt::Adam, mul(|m| m.scalars), true),
+            // Upstream #50 turns on Adam's weight decay but not for the scalars (wd_mul 0);
+            // Adam's decay was 0 before, so the flag is theirs from the start.
+            scalars: fp32(Opt::Adam, mul(|m| m.scalars), false),
             hidden: fp32(Opt::Muon, 1.0, true),
             qkvo: Group { role: Role::Qkvo, ..fp32(Opt::Muon, 1.0, true) },
             c_fc: fp32(Opt::Muon, r.lr_mul.as_ref().and_then(|m| m.c_fc).unwrap_or(1.0), true),

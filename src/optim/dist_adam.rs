@@ -17,8 +17,10 @@
 //! communication overlaps the rest of backward; `step` then waits on them in reverse order.
 //! tch exposes no autograd hooks, so ours reduce-scatters in `step`, after backward: the same
 //! numbers, without the overlap. With one rank (the lab) there is nothing to overlap.
+use super::cautious_adam;
 use crate::dist::{Collectives, Op};
 use crate::model::params::Param;
+use crate::recipe::CautiousMask;
 use anyhow::{bail, ensure, Context, Result};
 use tch::{Kind, Tensor};
 
@@ -29,6 +31,8 @@ pub struct AdamConfig {
     pub beta2: f64,
     pub eps: f64,
     pub weight_decay: f64,
+    /// Cautious, lr²-coupled weight decay (upstream #50; cautious_adam.rs).
+    pub cautious: Option<CautiousMask>,
 }
 
 pub struct DistAdam {
@@ -86,8 +90,12 @@ impl DistAdam {
                 let wd = if p.group.decay { self.cfg.weight_decay } else { 0.0 };
                 // [n/W, ...] view into the param: the rows this rank updates.
                 let mut shard = p.tensor.narrow(0, rank as i64 * rows, rows);
-                let updated = shard.to_kind(Kind::Float) * (1.0 - lr * wd)
-                    - &m32 / (v32.sqrt() + eps) * (lr * bias);
+                let (p32, u) =
+                    (shard.to_kind(Kind::Float), &m32 / (v32.sqrt() + eps) * (lr * bias));
+                let updated = match self.cfg.cautious {
+                    Some(mask) => cautious_adam::step(&p32, &u, lr * wd * lr, mask),
+                    None => p32 * (1.0 - lr * wd) - u,
+                };
                 shard.f_copy_(&updated)?;
                 let mut full = p.tensor.shallow_clone();
                 coll.all_gather(&mut full, &shard)

@@ -1,5 +1,6 @@
 //! Optimizers and learning-rate schedules.
 pub mod adamw;
+pub mod cautious_adam;
 pub mod cautious_wd;
 pub mod dist_adam;
 pub mod muon;

@@ -47,6 +47,7 @@ impl Optimizer {
             beta2: r.beta2,
             eps: r.eps,
             weight_decay: r.weight_decay,
+            cautious: r.adam_cautious_wd,
         };
         let muon = MuonConfig {
             lr: m.lr,

@@ -139,6 +139,7 @@ pub const REGISTRY: &[Technique] = &[
     },
     technique("lr_mul", &[24, 42, 48], &["muon"]),
     technique("adam_every", &[39], &["muon"]),
+    technique("adam_cautious_wd", &[50, 53], &["muon"]),
     technique("lr_schedule", &[4, 19, 46], &[]),
     technique("loss_sum", &[21], &[]),
     Technique { lab: Lab::Steps, ..technique("untimed_warmup", &[29], &[]) },
