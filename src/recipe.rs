@@ -76,6 +76,10 @@ pub struct Recipe {
     /// A separate, zero-initialised lm_head instead of the tied embedding (upstream #8).
     #[serde(default)]
     pub untied_head: bool,
+    /// The input embedding reads the head's weight again (upstream #51), not record #1's tie:
+    /// the parameter is the head's, with its own init.
+    #[serde(default)]
+    pub head_embed: Option<HeadEmbed>,
     #[serde(default)]
     pub rotary: Option<Rotary>,
     /// x <- λ0·x + λ1·x0 before every block (upstream #9).
@@ -395,6 +399,10 @@ impl Recipe {
                 "recipe: single_skip = [{from}, {to}] needs from < to, a running from, and to in the second half of the {l} layers"
             );
         }
+        ensure!(
+            !(self.untied_head && self.head_embed.is_some()),
+            "recipe: head_embed ties the embedding to the head; it needs untied_head = false"
+        );
         ensure!(
             !self.key_offset || self.rotary.as_ref().is_some_and(|r| r.truncated),
             "recipe: key_offset shifts the dims a truncated rotary leaves unrotated; it needs rotary.truncated"

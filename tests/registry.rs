@@ -118,7 +118,11 @@ fn record_1_has_no_technique_on_and_each_record_those_of_its_era() {
 fn a_missing_dependency_names_the_keys() {
     for (from, to, want) in [
         ("rotary = { base = 1024.0, truncated = true }", "", "attn_layers needs rotary"),
-        ("untied_head = true", "untied_head = false", "fp8_head needs untied_head"),
+        (
+            "loss_sum = true",
+            "loss_sum = true\nextension_final = true",
+            "extension_final needs iteration_extension",
+        ),
         ("loader = \"bos\"", "", "attn_layers needs loader"),
     ] {
         let text = manifest(29).replacen(from, to, 1);

@@ -33,6 +33,12 @@ impl Embedding {
         Embedding { table, positions: None, norm_eps: None, smear: None }
     }
 
+    /// The embedding reads `table`, a parameter created elsewhere: the head's weight when
+    /// upstream #51 ties them again.
+    pub fn from_table(table: Tensor) -> Embedding {
+        Embedding { table, positions: None, norm_eps: None, smear: None }
+    }
+
     /// Adds learned positions: N(0, std) for `max_len` positions.
     pub fn with_positions(mut self, ps: &mut ParamSet, max_len: i64, std: f64, g: Group) -> Self {
         let c = self.table.size()[1];

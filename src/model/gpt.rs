@@ -70,7 +70,13 @@ impl Gpt {
         let embed_init = nn::Init::Randn { mean: 0.0, stdev: if uniform { 1.0 } else { std } };
         // llm.c initialises only the first vocab_size rows; the padding rows stay zero.
         let sizes = (r.vocab_size as i64, vp, c);
-        let mut embed = Embedding::new(&mut ps, sizes, embed_init, !uniform, g.embed);
+        // Upstream #51: the input embedding is the head's weight, N(0, init_std).
+        let head_embed =
+            r.head_embed.as_ref().map(|h| ps.normal("lm_head", &[vp, c], h.init_std, g.head));
+        let mut embed = match &head_embed {
+            Some(w) => Embedding::from_table(w.shallow_clone()),
+            None => Embedding::new(&mut ps, sizes, embed_init, !uniform, g.embed),
+        };
         if r.rotary.is_none() {
             embed = embed.with_positions(&mut ps, r.max_seq_len as i64, std, g.embed);
         }
@@ -185,14 +191,17 @@ impl Gpt {
             })
             .collect();
         let norm_f = Norm::new(&mut ps, "ln_f", c, (r.norm, r.ln_eps), g.vector);
-        let weight = match r.untied_head {
-            true => ps.zeros("lm_head", &[vp, c], g.head),
-            false => embed.table(),
+        let weight = match (head_embed, r.untied_head) {
+            (Some(w), _) => w,
+            (None, true) => ps.zeros("lm_head", &[vp, c], g.head),
+            (None, false) => embed.table(),
         };
         let vocab = (!r.loss_over_padding).then_some(r.vocab_size as i64);
         let mut head = Head::new(norm_f, weight, vocab, compute);
         if let Some(f) = &r.fp8_head {
-            head = head.with_fp8(Fp8Scales::for_width(r.n_embd, f.w_scale, f.grad_scale));
+            let mut scales = Fp8Scales::for_width(r.n_embd, f.w_scale, f.grad_scale);
+            scales.x = f.x_scale.unwrap_or(scales.x);
+            head = head.with_fp8(scales);
         }
         if let Some(s) = &r.softcap {
             head = head.with_softcap(s.clone());

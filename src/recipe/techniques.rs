@@ -59,6 +59,9 @@ pub struct Softcap {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Fp8Head {
+    /// The input's scale when given (upstream #51: 100/448); else sqrt(n_embd)/448.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x_scale: Option<f64>,
     pub w_scale: f64,
     pub grad_scale: f64,
 }
@@ -185,6 +188,14 @@ pub struct LrMul {
     pub c_fc: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub c_proj: Option<f64>,
+}
+
+/// Upstream #51's tie: the input embedding reads the lm_head's weight (the head's group: lr
+/// multiplier 1, bf16 with bf16_linears), initialised N(0, init_std) instead of at zero.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeadEmbed {
+    pub init_std: f64,
 }
 
 /// Where cautious weight decay applies: where update and weight agree in sign, zeros included
