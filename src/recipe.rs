@@ -96,6 +96,10 @@ pub struct Recipe {
     /// pairs (upstream #45: [4, 7]).
     #[serde(default)]
     pub single_skip: Option<[usize; 2]>,
+    /// The x0 lambdas (λ1) are their own parameter in the main Adam, not in the scalar bank
+    /// (upstream #52).
+    #[serde(default)]
+    pub x0_lambdas_apart: bool,
     /// The block lambdas' (λ0, λ1) init is (this, 0) instead of (1, 0) (upstream #45: 1.1).
     #[serde(default)]
     pub block_lambda_init: Option<f64>,
@@ -181,6 +185,13 @@ pub struct Recipe {
     /// (upstream #39: 2, on odd steps); Muon still steps every step.
     #[serde(default)]
     pub adam_every: Option<u64>,
+    /// The scalar bank gets its own Adam with these betas (upstream #52: (0.9, 0.99)).
+    #[serde(default)]
+    pub scalar_betas: Option<[f64; 2]>,
+    /// The scalar bank's Adam pauses for this many steps from each step where the windows
+    /// or the batch change, its gradients dropped, its moments kept (upstream #52: 40).
+    #[serde(default)]
+    pub scalar_freeze: u64,
     /// Adam's weight decay is cautious and lr²-coupled, decaying where u·p passes this test
     /// (upstream #50: ">="; #53: ">"; src/optim/cautious_adam.rs).
     #[serde(default)]

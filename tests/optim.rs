@@ -305,8 +305,9 @@ fn one_two_four_and_eight_ranks_reach_the_same_parameters() {
 #[test]
 fn bad_shapes_are_refused_by_name() {
     let errs = ranks(2, 60, |_, mut coll| {
-        let p = param("lm_head.weight", data(&[3, 2], 1), 1.0);
-        set_grad(&p, &data(&[3, 2], 2));
+        // 1,200 entries: sharded by rows (tensors under 1,024 are all-reduced whole, #52).
+        let p = param("lm_head.weight", data(&[3, 400], 1), 1.0);
+        set_grad(&p, &data(&[3, 400], 2));
         let cfg = adam_cfg(1e-10, 0.0);
         let mut opt = DistAdam::new(vec![p], cfg).unwrap();
         opt.step(&mut *coll, 1.0).unwrap_err().to_string()
@@ -343,4 +344,33 @@ fn restoring_state_undoes_warmup_steps() {
         assert!(a.equal(b), "restore must give back the exact state");
     }
     assert!(warmed.0.restore(&[]).is_err() && warmed.1.restore(&[]).is_err());
+}
+
+/// #52: a tensor under 1,024 entries is all-reduced and updated whole on every rank, so its rows
+/// need not divide by the ranks: two ranks with different gradients end where one rank with
+/// their mean does.
+#[test]
+fn small_tensors_are_all_reduced_whole() {
+    let cfg = adam_cfg(1e-10, 0.0);
+    // Rank r's gradient, or (mean) the mean of the two ranks' gradients.
+    let grad = |rank: usize, mean: bool| match mean {
+        true => (data(&[3, 2], 2) + data(&[3, 2], 3)) / 2.0,
+        false => data(&[3, 2], 2 + rank as u64),
+    };
+    let run = |world, mean| {
+        ranks(world, 60, move |rank, mut coll| {
+            let p = param("smear_gate", data(&[3, 2], 1), 1.0);
+            let mut opt = DistAdam::new(vec![p], cfg).unwrap();
+            for _ in 0..2 {
+                set_grad(&opt.params()[0], &grad(rank, mean));
+                opt.step(&mut *coll, 1.0).unwrap();
+            }
+            opt.params()[0].tensor.detach().copy()
+        })
+    };
+    let (two, one) = (run(2, false), run(1, true));
+    for p in &two {
+        assert!(p.equal(&two[0]), "the ranks agree");
+        assert!(max_diff(p, &one[0]) < 1e-6, "the mean gradient's step");
+    }
 }

@@ -100,7 +100,11 @@ impl Gpt {
         };
         let mut skip = if r.compact_scalars { None } else { single_skip(&mut scalars) };
         let lambda0 = r.block_lambda_init.unwrap_or(1.0) as f32;
-        let layout = if r.compact_scalars { Layout::Split } else { Layout::Pairs };
+        let layout = match (r.x0_lambdas_apart, r.compact_scalars) {
+            (true, _) => Layout::Apart(ps.zeros("x0_lambdas", &[l as i64], g.x0)),
+            (false, true) => Layout::Split,
+            (false, false) => Layout::Pairs,
+        };
         let x0_lambdas = r.x0_lambdas.then(|| X0Lambdas::new(&mut scalars, l, lambda0, layout));
         let value_lambdas =
             (r.attn_layers.as_ref()).map(|_| sa_lambdas::reserve(&mut scalars, l, r.sa_lambdas));
@@ -111,7 +115,7 @@ impl Gpt {
             // Upstream reserved a slot per layer for smear's one lambda until #40 gave the
             // spare slots back, keeping one for smear and one for backout.
             let slots = if r.backout.is_some() { 1 } else { l };
-            embed = embed.with_smear(Smear::new(&mut ps, &mut scalars, n as i64, slots, g.gate));
+            embed = embed.with_smear(Smear::new(&mut ps, &mut scalars, n as i64, slots, g.smear));
         }
         let backout = r.backout.map(|layer| Backout::new(&mut scalars, layer));
         if r.compact_scalars {

@@ -12,6 +12,8 @@ pub enum Opt {
     AdamW,
     /// Upstream's sharded Adam: embeddings, head, scalars (#24 on).
     Adam,
+    /// The scalar bank's own Adam with smoother betas (upstream #52).
+    ScalarAdam,
     /// Muon: the matrices inside the blocks (#3 on).
     Muon,
 }
@@ -62,6 +64,11 @@ pub struct Groups {
     pub head: Group,
     /// The scalar bank.
     pub scalars: Group,
+    /// The x0 lambdas as their own parameter (upstream #52): Adam, the scalars' lr multiplier,
+    /// no decay.
+    pub x0: Group,
+    /// The smear gate: Muon's like the attention gates, or Adam's from upstream #52.
+    pub smear: Group,
     /// Matrices inside the blocks.
     pub hidden: Group,
     /// An attention layer's QKVO weight.
@@ -82,20 +89,42 @@ impl Groups {
         if r.muon.is_none() {
             let (matrix, vector) = (fp32(Opt::AdamW, 1.0, true), fp32(Opt::AdamW, 1.0, false));
             let (embed, head, scalars, hidden, gate) = (matrix, matrix, vector, matrix, matrix);
+            let (x0, smear) = (vector, matrix);
             let (qkvo, c_fc, c_proj) = (hidden, hidden, hidden);
-            return Groups { embed, head, scalars, hidden, qkvo, c_fc, c_proj, gate, vector };
+            return Groups {
+                embed,
+                head,
+                scalars,
+                x0,
+                smear,
+                hidden,
+                qkvo,
+                c_fc,
+                c_proj,
+                gate,
+                vector,
+            };
         }
         // Upstream's optimizers decay every parameter (with weight_decay 0 until #46).
         let mul = |f: fn(&crate::recipe::LrMul) -> f64| r.lr_mul.as_ref().map_or(1.0, f);
         let embed_storage = if r.bf16_embeddings { Storage::Bf16OnCuda } else { Storage::Fp32 };
         let linear_storage = if r.bf16_linears { Storage::Bf16OnCuda } else { Storage::Fp32 };
+        let scalar_opt = if r.scalar_betas.is_some() { Opt::ScalarAdam } else { Opt::Adam };
+        let gate =
+            Group { storage: linear_storage, role: Role::Gate, ..fp32(Opt::Muon, 1.0, true) };
         Groups {
             embed: Group { storage: embed_storage, ..fp32(Opt::Adam, mul(|m| m.embed), true) },
             head: Group { storage: linear_storage, ..fp32(Opt::Adam, mul(|m| m.head), true) },
-            gate: Group { storage: linear_storage, role: Role::Gate, ..fp32(Opt::Muon, 1.0, true) },
+            gate,
             // Upstream #50 turns on Adam's weight decay but not for the scalars (wd_mul 0);
             // Adam's decay was 0 before, so the flag is theirs from the start.
-            scalars: fp32(Opt::Adam, mul(|m| m.scalars), false),
+            scalars: fp32(scalar_opt, mul(|m| m.scalars), false),
+            x0: fp32(Opt::Adam, mul(|m| m.scalars), false),
+            // Upstream #52 moves the smear gate to Adam at lr_mul 0.01, without decay.
+            smear: match r.lr_mul.as_ref().and_then(|m| m.smear_gate) {
+                Some(lr_mul) => Group { storage: linear_storage, ..fp32(Opt::Adam, lr_mul, false) },
+                None => gate,
+            },
             hidden: fp32(Opt::Muon, 1.0, true),
             qkvo: Group { role: Role::Qkvo, ..fp32(Opt::Muon, 1.0, true) },
             c_fc: fp32(Opt::Muon, r.lr_mul.as_ref().and_then(|m| m.c_fc).unwrap_or(1.0), true),

@@ -7,6 +7,10 @@
 //! m ← β1·m + (1−β1)·g,  v ← β2·v + (1−β2)·g²          (state in the param's dtype)
 //! p ← p·(1 − lr·lr_mul·wd) − lr·lr_mul·(√(1−β2ᵗ)/(1−β1ᵗ))·m/(√v + eps)
 //! ```
+//! Upstream #52 all-reduces the small params (fewer than 1,024 entries: scalars, gates,
+//! x0 lambdas) instead: every rank keeps their whole state and updates them whole, which needs
+//! no division of their rows by the ranks. The mean gradient is the same either way.
+//!
 //! eps is added to √v, not to √v̂ as in torch's Adam (it matters at #29's eps = 1e-10). Weight
 //! decay applies to the params whose group decays (upstream: all of them). Each line is computed
 //! in fp32 and rounded once into a low-precision state or param (bf16 embeddings on CUDA), as
@@ -60,13 +64,15 @@ impl DistAdam {
     pub fn step(&mut self, coll: &mut dyn Collectives, lr_factor: f64) -> Result<()> {
         let (rank, world) = (coll.rank(), coll.world() as i64);
         // Check everything before the first collective, so no rank is left waiting.
-        for p in &self.params {
+        for p in self.params.iter().filter(|p| !is_small(&p.tensor)) {
             let n = p.tensor.size()[0];
             ensure!(
                 n % world == 0,
                 "dist_adam: {} has {n} rows in dim 0, not divisible by the {world} ranks",
                 p.name
             );
+        }
+        for p in &self.params {
             ensure!(p.tensor.grad().defined(), "dist_adam: {} has no gradient", p.name);
         }
         if self.state.is_empty() {
@@ -77,10 +83,24 @@ impl DistAdam {
         let bias = (1.0 - b2.powi(self.t)).sqrt() / (1.0 - b1.powi(self.t));
         tch::no_grad(|| {
             for (p, (m, v)) in self.params.iter().zip(&mut self.state) {
-                let rows = p.tensor.size()[0] / world;
-                let mut g = m.zeros_like();
-                coll.reduce_scatter(&mut g, &p.tensor.grad(), Op::Avg)
-                    .with_context(|| format!("dist_adam: reduce_scatter of {}'s grad", p.name))?;
+                let small = is_small(&p.tensor);
+                let g = match small {
+                    true => {
+                        let mut g = [p.tensor.grad().copy()];
+                        coll.all_reduce(&mut g, Op::Avg).with_context(|| {
+                            format!("dist_adam: all_reduce of {}'s grad", p.name)
+                        })?;
+                        let [g] = g;
+                        g
+                    }
+                    false => {
+                        let mut g = m.zeros_like();
+                        coll.reduce_scatter(&mut g, &p.tensor.grad(), Op::Avg).with_context(
+                            || format!("dist_adam: reduce_scatter of {}'s grad", p.name),
+                        )?;
+                        g
+                    }
+                };
                 let g = g.to_kind(Kind::Float);
                 let m32 = m.to_kind(Kind::Float) * b1 + &g * (1.0 - b1);
                 let v32 = v.to_kind(Kind::Float) * b2 + &g * &g * (1.0 - b2);
@@ -88,8 +108,10 @@ impl DistAdam {
                 v.f_copy_(&v32)?;
                 let lr = self.cfg.lr * lr_factor * p.group.lr_mul;
                 let wd = if p.group.decay { self.cfg.weight_decay } else { 0.0 };
-                // [n/W, ...] view into the param: the rows this rank updates.
-                let mut shard = p.tensor.narrow(0, rank as i64 * rows, rows);
+                // [n/W, ...] view into the param: the rows this rank updates (all when small).
+                let rows = if small { p.tensor.size()[0] } else { p.tensor.size()[0] / world };
+                let first = if small { 0 } else { rank as i64 * rows };
+                let mut shard = p.tensor.narrow(0, first, rows);
                 let (p32, u) =
                     (shard.to_kind(Kind::Float), &m32 / (v32.sqrt() + eps) * (lr * bias));
                 let updated = match self.cfg.cautious {
@@ -97,6 +119,9 @@ impl DistAdam {
                     None => p32 * (1.0 - lr * wd) - u,
                 };
                 shard.f_copy_(&updated)?;
+                if small {
+                    continue;
+                }
                 let mut full = p.tensor.shallow_clone();
                 coll.all_gather(&mut full, &shard)
                     .with_context(|| format!("dist_adam: all_gather of {}", p.name))?;
@@ -129,10 +154,18 @@ impl DistAdam {
     }
 }
 
-/// Zero Adam state for one rank's rows of `p`: [n/W, ...] in `p`'s dtype and device.
+/// Upstream #52's threshold: params this small are all-reduced and updated whole.
+fn is_small(p: &Tensor) -> bool {
+    p.numel() < 1024
+}
+
+/// Zero Adam state for one rank's rows of `p`: [n/W, ...] (all rows when small) in `p`'s
+/// dtype and device.
 fn shard_zeros(p: &Tensor, world: i64) -> (Tensor, Tensor) {
     let mut shape = p.size();
-    shape[0] /= world;
+    if !is_small(p) {
+        shape[0] /= world;
+    }
     let z = || Tensor::zeros(shape.as_slice(), (p.kind(), p.device()));
     (z(), z())
 }

@@ -1,7 +1,10 @@
 //! The recipe's optimizer: llm.c's AdamW over everything (record #1, gradients all-reduced first,
 //! as DDP), or upstream's pair (#24 on): Adam for embeddings, head and scalars, Muon for the
 //! matrices inside the blocks, each doing its own reduce-scatter/all-gather. From upstream #39
-//! Adam steps every `adam_every` steps only, on the sum of those steps' gradients.
+//! Adam steps every `adam_every` steps only, on the sum of those steps' gradients. From upstream
+//! #52 the scalar bank has an Adam of its own with smoother betas, paused for a while after each
+//! change of windows or batch (its gradients dropped, its moments kept), so the scalars do not
+//! chase the jump in the loss.
 use super::adamw::{clip_factor, AdamW};
 use super::dist_adam::{AdamConfig, DistAdam};
 use super::muon::{Muon, MuonConfig};
@@ -13,8 +16,19 @@ use anyhow::{bail, Result};
 use tch::{Kind, Tensor};
 
 pub enum Optimizer {
-    AdamW { opt: AdamW, params: Vec<Param>, lr: f64, grad_clip: f64 },
-    MuonAdam { adam: DistAdam, muon: Muon, lr: f64, adam_every: u64 },
+    AdamW {
+        opt: AdamW,
+        params: Vec<Param>,
+        lr: f64,
+        grad_clip: f64,
+    },
+    MuonAdam {
+        adam: DistAdam,
+        scalars: Option<Box<DistAdam>>,
+        muon: Muon,
+        lr: f64,
+        adam_every: u64,
+    },
 }
 
 /// What one step did, for the log.
@@ -38,6 +52,8 @@ impl Optimizer {
         };
         let (hidden, rest): (Vec<Param>, Vec<Param>) =
             params.into_iter().partition(|p| p.group.opt == Opt::Muon);
+        let (scalars, rest): (Vec<Param>, Vec<Param>) =
+            rest.into_iter().partition(|p| p.group.opt == Opt::ScalarAdam);
         if let Some(p) = rest.iter().find(|p| p.group.opt != Opt::Adam) {
             bail!("optimizer: {} is for {:?}; with muon the rest is Adam's", p.name, p.group.opt);
         }
@@ -48,6 +64,16 @@ impl Optimizer {
             eps: r.eps,
             weight_decay: r.weight_decay,
             cautious: r.adam_cautious_wd,
+        };
+        let scalars = match r.scalar_betas {
+            Some([beta1, beta2]) => {
+                Some(Box::new(DistAdam::new(scalars, AdamConfig { beta1, beta2, ..adam })?))
+            }
+            None if scalars.is_empty() => None,
+            None => bail!(
+                "optimizer: {} is for the scalars' Adam, but the recipe has no scalar_betas",
+                scalars[0].name
+            ),
         };
         let muon = MuonConfig {
             lr: m.lr,
@@ -61,6 +87,7 @@ impl Optimizer {
         };
         Ok(Optimizer::MuonAdam {
             adam: DistAdam::new(rest, adam)?,
+            scalars,
             muon: Muon::new(hidden, muon)?,
             lr: r.lr,
             adam_every: r.adam_every.unwrap_or(1).max(1),
@@ -71,8 +98,9 @@ impl Optimizer {
     pub fn params(&self) -> Vec<&Param> {
         match self {
             Optimizer::AdamW { params, .. } => params.iter().collect(),
-            Optimizer::MuonAdam { adam, muon, .. } => {
-                adam.params().iter().chain(muon.params()).collect()
+            Optimizer::MuonAdam { adam, scalars, muon, .. } => {
+                let scalars = scalars.iter().flat_map(|s| s.params());
+                adam.params().iter().chain(scalars).chain(muon.params()).collect()
             }
         }
     }
@@ -91,7 +119,7 @@ impl Optimizer {
                 opt.step(params, *lr * factor, scale);
                 StepInfo { lr: *lr * factor, grad_norm: Some(norm) }
             }
-            Optimizer::MuonAdam { adam, muon, lr, adam_every } => {
+            Optimizer::MuonAdam { adam, scalars, muon, lr, adam_every } => {
                 let Some(mu) = plan.momentum else {
                     bail!("optimizer: step {}'s plan has no Muon momentum", plan.step)
                 };
@@ -99,13 +127,22 @@ impl Optimizer {
                 adam_waits = !(plan.step + 1).is_multiple_of(*adam_every);
                 if !adam_waits {
                     adam.step(coll, factor)?;
+                    if let Some(s) = scalars.as_mut().filter(|_| !plan.freeze_scalars) {
+                        s.step(coll, factor)?;
+                    }
                 }
                 muon.step(coll, factor, mu)?;
                 StepInfo { lr: *lr * factor, grad_norm: None }
             }
         };
         match self {
-            Optimizer::MuonAdam { muon, .. } if adam_waits => zero_grads(muon.params().iter()),
+            Optimizer::MuonAdam { muon, scalars, .. } if adam_waits => {
+                zero_grads(muon.params().iter());
+                // Paused scalars drop their gradients every step (upstream #52).
+                if let Some(s) = scalars.as_ref().filter(|_| plan.freeze_scalars) {
+                    zero_grads(s.params().iter());
+                }
+            }
             _ => zero_grads(self.params().into_iter()),
         }
         Ok(info)
@@ -116,7 +153,10 @@ impl Optimizer {
         let params = self.params().iter().map(|p| p.tensor.detach().copy()).collect();
         let state = match self {
             Optimizer::AdamW { opt, .. } => vec![opt.save()],
-            Optimizer::MuonAdam { adam, muon, .. } => vec![adam.save(), muon.save()],
+            Optimizer::MuonAdam { adam, scalars, muon, .. } => {
+                let scalars = scalars.as_ref().map_or_else(Vec::new, |s| s.save());
+                vec![adam.save(), scalars, muon.save()]
+            }
         };
         Saved { params, state }
     }
@@ -133,8 +173,11 @@ impl Optimizer {
         });
         match (self, saved.state.as_slice()) {
             (Optimizer::AdamW { opt, .. }, [s]) => opt.restore(s),
-            (Optimizer::MuonAdam { adam, muon, .. }, [a, m]) => {
+            (Optimizer::MuonAdam { adam, scalars, muon, .. }, [a, s, m]) => {
                 adam.restore(a)?;
+                if let Some(scalars) = scalars {
+                    scalars.restore(s)?;
+                }
                 muon.restore(m)
             }
             _ => anyhow::bail!("optimizer: saved state is from another optimizer"),

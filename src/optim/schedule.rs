@@ -17,6 +17,8 @@ pub struct Plan {
     pub yarn_window: i64,
     /// This step's batch as a share of the recipe's batch_tokens (upstream #46 grows it).
     pub batch_share: f64,
+    /// The scalar bank's Adam pauses (upstream #52: 40 steps from each stage change).
+    pub freeze_scalars: bool,
 }
 
 /// A run's step-dependent values, resolved from the recipe once.
@@ -39,6 +41,7 @@ pub struct Schedule {
     /// schedule), and the windows block micro-batches are rounded to.
     batch_shares: Vec<f64>,
     block: usize,
+    scalar_freeze: u64,
 }
 
 impl Schedule {
@@ -65,6 +68,7 @@ impl Schedule {
                 None => vec![1.0],
             },
             block: r.windows.as_ref().map_or(1, |w| w.block),
+            scalar_freeze: r.scalar_freeze,
         }
     }
 
@@ -107,6 +111,17 @@ impl Schedule {
             let mu = momentum_warmup(step, warmup, from, to);
             momentum_cooldown(step, (steps, cooldown), to, from).unwrap_or(mu)
         });
+        let (windows, yarn_window, batch_share) = self.stage(step);
+        let since = (step + 1).saturating_sub(self.scalar_freeze);
+        let freeze_scalars = (since..=step).any(|t| self.transition(t));
+        Plan { step, lr_factor, momentum, windows, yarn_window, batch_share, freeze_scalars }
+    }
+
+    /// Step `step`'s (long, short) windows, YaRN's window and batch share.
+    fn stage(&self, step: u64) -> ((i64, i64), i64, f64) {
+        let steps = self.steps;
+        let clock = steps - self.extension.min(steps);
+        let extending = self.extension_final && step >= clock;
         let (windows, yarn_window) = match &self.windows {
             None => ((0, 0), 0),
             // The final validation (upstream #31, #33): YaRN extended to final_ws, the long
@@ -124,7 +139,17 @@ impl Schedule {
             _ => self.batch_shares.len() - 1,
         };
         let batch_share = self.batch_shares[stage.min(self.batch_shares.len() - 1)];
-        Plan { step, lr_factor, momentum, windows, yarn_window, batch_share }
+        (windows, yarn_window, batch_share)
+    }
+
+    /// The windows or the batch change at `step` (upstream #52's transitions, which pause the
+    /// scalars' Adam).
+    fn transition(&self, step: u64) -> bool {
+        if step == 0 || step >= self.steps {
+            return false;
+        }
+        let (now, before) = (self.stage(step), self.stage(step - 1));
+        now.0 .0 != before.0 .0 || now.2 != before.2
     }
 
     /// Tokens of one micro-batch at `plan` when a full one has `full`: its batch share, rounded
@@ -162,7 +187,8 @@ impl Schedule {
                 starts.push(clock);
             }
             let k = (i * starts.len() as u64 / self.untimed_warmup.max(1)) as usize;
-            return Plan { step: i, ..self.at(starts[k.min(starts.len() - 1)]) };
+            let at = self.at(starts[k.min(starts.len() - 1)]);
+            return Plan { step: i, freeze_scalars: false, ..at };
         }
         plan.windows = w.sizes_of(w.schedule[i as usize % w.schedule.len()]);
         plan.yarn_window = plan.windows.0;

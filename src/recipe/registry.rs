@@ -100,6 +100,7 @@ pub const REGISTRY: &[Technique] = &[
     technique("skip_gate", &[32], &[]),
     Technique { lab: Lab::Layer, ..technique("single_skip", &[45], &["skip_gate"]) },
     technique("block_lambda_init", &[45], &["x0_lambdas"]),
+    technique("x0_lambdas_apart", &[52], &["x0_lambdas"]),
     technique("bf16_rotary", &[32], &["rotary"]),
     technique("bf16_linears", &[32], &[]),
     Technique { lab: Lab::Layers, ..technique("value_embed_layers", &[14, 15, 17], MODERN) },
@@ -138,9 +139,14 @@ pub const REGISTRY: &[Technique] = &[
         ]),
         ..technique("muon", &[3, 4, 6, 8, 9, 13, 15, 24, 32, 36, 39, 41, 43, 48], &[])
     },
-    technique("lr_mul", &[24, 42, 48], &["muon"]),
+    technique("lr_mul", &[24, 42, 48, 52], &["muon"]),
     technique("adam_every", &[39], &["muon"]),
     technique("adam_cautious_wd", &[50, 53], &["muon"]),
+    technique("scalar_betas", &[52], &["muon"]),
+    Technique {
+        lab: Lab::Steps,
+        ..technique("scalar_freeze", &[52], &["scalar_betas", "windows"])
+    },
     technique("lr_schedule", &[4, 19, 46], &[]),
     technique("loss_sum", &[21], &[]),
     Technique { lab: Lab::Steps, ..technique("untimed_warmup", &[29], &[]) },

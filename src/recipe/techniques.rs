@@ -188,6 +188,9 @@ pub struct LrMul {
     pub c_fc: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub c_proj: Option<f64>,
+    /// The smear gate's, in Adam (upstream #52: 0.01); absent, the gate is Muon's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smear_gate: Option<f64>,
 }
 
 /// Upstream #51's tie: the input embedding reads the lm_head's weight (the head's group: lr
