@@ -10,6 +10,9 @@ use std::path::Path;
 pub mod lab;
 pub mod registry;
 pub mod techniques;
+
+/// The most weights multi-token prediction takes (a plan holds them in a fixed array).
+pub const MTP_MAX: usize = 4;
 pub use techniques::*;
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -146,6 +149,9 @@ pub struct Recipe {
     /// The value embedding tables start at zero (upstream #49).
     #[serde(default)]
     pub zero_value_embeds: bool,
+    /// The QKV weights' uniform init bound, as a multiple of the MLP's (upstream #53: 2).
+    #[serde(default)]
+    pub qkv_init_mul: Option<f64>,
     /// Where the attention lambdas act: on the values (upstream #15), on the QKV weight
     /// (#47), on the QKV and output weights (#48).
     #[serde(default)]
@@ -192,6 +198,9 @@ pub struct Recipe {
     /// or the batch change, its gradients dropped, its moments kept (upstream #52: 40).
     #[serde(default)]
     pub scalar_freeze: u64,
+    /// Multi-token prediction's base weights (upstream #53: [1, 0.5, 0.25]; src/model/mtp.rs).
+    #[serde(default)]
+    pub mtp: Option<Vec<f64>>,
     /// Adam's weight decay is cautious and lr²-coupled, decaying where u·p passes this test
     /// (upstream #50: ">="; #53: ">"; src/optim/cautious_adam.rs).
     #[serde(default)]
@@ -408,6 +417,12 @@ impl Recipe {
             ensure!(
                 from < to && to < l && l / 2 <= to && !self.skips_layer(from),
                 "recipe: single_skip = [{from}, {to}] needs from < to, a running from, and to in the second half of the {l} layers"
+            );
+        }
+        if let Some(w) = &self.mtp {
+            ensure!(
+                (2..=MTP_MAX).contains(&w.len()) && w.iter().all(|&x| x > 0.0),
+                "recipe: mtp = {w:?} needs 2 to {MTP_MAX} positive weights"
             );
         }
         ensure!(

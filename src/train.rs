@@ -98,7 +98,7 @@ pub fn run(cfg: &RunConfig) -> Result<f64> {
         let last = step == steps;
         let plan = schedule.at(step);
         if last || step % r.val_every == 0 {
-            let local = evaluate(&model, &val, cfg.target, (plan.windows, plan.yarn_window))?;
+            let local = evaluate(&model, &val, cfg.target, &plan)?;
             val_loss = mean_over_ranks(step_ctx.coll, local)?;
             if !val_loss.is_finite() {
                 bail!("step {step}: val loss is {val_loss}; stopping");
@@ -185,7 +185,14 @@ impl StepCtx<'_> {
         let mut loss_sum = 0.0;
         for batch in train.next_step(self.accum, (self.micro)(plan), self.dev)? {
             let (windows, yarn_window) = (plan.windows, plan.yarn_window);
-            let ctx = Ctx { docs: batch.docs, windows, yarn_window, training: true };
+            let ctx = Ctx {
+                docs: batch.docs,
+                windows,
+                yarn_window,
+                training: true,
+                mtp: plan.mtp_weights().to_vec(),
+                split_embed: plan.split_embed,
+            };
             let loss = self.model.loss(&batch.inputs, &batch.targets, &ctx)?;
             (&loss * (grad_mult / self.accum as f64)).backward();
             loss_sum += loss.double_value(&[]);
@@ -209,17 +216,20 @@ fn avg(train_ms: f64, steps_done: u64, first_timed: u64) -> f64 {
 }
 
 /// Mean loss over this rank's validation batches, with the step's windows.
-fn evaluate(
-    model: &Gpt,
-    val: &Val,
-    target: Target,
-    (windows, yarn_window): ((i64, i64), i64),
-) -> Result<f64> {
+fn evaluate(model: &Gpt, val: &Val, target: Target, plan: &Plan) -> Result<f64> {
+    let (windows, yarn_window, split_embed) = (plan.windows, plan.yarn_window, plan.split_embed);
     tch::no_grad(|| {
         let (mut sum, mut n) = (0.0, 0usize);
         for batch in val.batches(target.device) {
             let batch = batch?;
-            let ctx = Ctx { docs: batch.docs, windows, yarn_window, training: false };
+            let ctx = Ctx {
+                docs: batch.docs,
+                windows,
+                yarn_window,
+                training: false,
+                mtp: Vec::new(),
+                split_embed,
+            };
             let loss = model.loss(&batch.inputs, &batch.targets, &ctx)?;
             sum += loss.to_kind(Kind::Double).double_value(&[]);
             n += 1;

@@ -229,7 +229,7 @@ fn documents_are_isolated_in_the_assembled_model() {
     });
     let idx = Tensor::randint(256, [1, 64], (Kind::Int64, Device::Cpu));
     let docs = Docs::from_lengths(&[20, 30, 14], Device::Cpu).unwrap();
-    let ctx = Ctx { docs: Some(docs), windows: (8, 4), yarn_window: 0, training: false };
+    let ctx = Ctx { docs: Some(docs), windows: (8, 4), ..Default::default() };
     let changed = idx.copy();
     let _ = changed.narrow(1, 25, 1).fill_((idx.int64_value(&[0, 25]) + 1) % 256);
     let (a, b) =
@@ -254,7 +254,7 @@ fn sliced_evaluation_loss_equals_the_whole() {
     let idx = Tensor::randint(256, [1, n], (Kind::Int64, Device::Cpu));
     let targets = Tensor::randint(256, [1, n], (Kind::Int64, Device::Cpu));
     let docs = Docs::from_lengths(&[30_000, 42_768], Device::Cpu).unwrap();
-    let ctx = Ctx { docs: Some(docs), windows: (48, 16), yarn_window: 0, training: false };
+    let ctx = Ctx { docs: Some(docs), windows: (48, 16), ..Default::default() };
     let (sliced, whole) = tch::no_grad(|| {
         let logits = gpt.forward(&idx, &ctx).unwrap().view([n, -1]);
         let whole = logits.cross_entropy_for_logits(&targets.view([n]));
@@ -322,6 +322,6 @@ fn windowed_attention_alone_has_its_value_lambdas() {
     assert!(params.iter().any(|p| p.name == "scalars"));
     let idx = Tensor::randint(256, [1, 32], (Kind::Int64, Device::Cpu));
     let docs = Docs::from_lengths(&[32], Device::Cpu).unwrap();
-    let ctx = Ctx { docs: Some(docs), windows: (8, 4), yarn_window: 0, training: false };
+    let ctx = Ctx { docs: Some(docs), windows: (8, 4), ..Default::default() };
     assert_eq!(gpt.forward(&idx, &ctx).unwrap().size(), [1, 32, 320]);
 }

@@ -7,7 +7,9 @@ use super::smear::Smear;
 use tch::{nn, Kind, Tensor};
 
 pub struct Embedding {
-    table: Tensor,             // [Vp, C]; also the head when tied
+    table: Tensor, // [Vp, C]; also the head when tied
+    /// [Vp, C] the table read once the embedding is untied from the head (upstream #53).
+    untied: Option<Tensor>,
     positions: Option<Tensor>, // [T_max, C] learned positions (record #1)
     /// x0 = RMSNorm(x0) with this eps (upstream #8).
     norm_eps: Option<f64>,
@@ -30,13 +32,19 @@ impl Embedding {
                 let _ = table.narrow(0, vocab, padded - vocab).zero_();
             });
         }
-        Embedding { table, positions: None, norm_eps: None, smear: None }
+        Embedding { table, untied: None, positions: None, norm_eps: None, smear: None }
     }
 
     /// The embedding reads `table`, a parameter created elsewhere: the head's weight when
     /// upstream #51 ties them again.
     pub fn from_table(table: Tensor) -> Embedding {
-        Embedding { table, positions: None, norm_eps: None, smear: None }
+        Embedding { table, untied: None, positions: None, norm_eps: None, smear: None }
+    }
+
+    /// The table read after the untie (upstream #53): a copy of the head's, made then.
+    pub fn with_untied(mut self, table: Tensor) -> Self {
+        self.untied = Some(table);
+        self
     }
 
     /// Adds learned positions: N(0, std) for `max_len` positions.
@@ -61,9 +69,14 @@ impl Embedding {
         self.table.shallow_clone()
     }
 
-    /// idx: [B, T] -> x0 [B, T, C] in `compute`; `bank`: the scalar bank (smear's λ).
-    pub fn forward(&self, idx: &Tensor, compute: Kind, bank: &Tensor) -> Tensor {
-        let mut x = Tensor::embedding(&self.table, idx, -1, false, false);
+    /// idx: [B, T] -> x0 [B, T, C] in `compute`; `bank`: the scalar bank (smear's λ);
+    /// `split`: read the untied table.
+    pub fn forward(&self, idx: &Tensor, compute: Kind, bank: &Tensor, split: bool) -> Tensor {
+        let table = match &self.untied {
+            Some(t) if split => t,
+            _ => &self.table,
+        };
+        let mut x = Tensor::embedding(table, idx, -1, false, false);
         if let Some(wpe) = &self.positions {
             let pos = Tensor::arange(idx.size()[1], (Kind::Int64, idx.device()));
             x = &x + Tensor::embedding(wpe, &pos, -1, false, false);

@@ -37,6 +37,10 @@ pub struct Ctx {
     pub yarn_window: i64,
     /// Training uses the FP8 head; evaluation the plain one (as upstream).
     pub training: bool,
+    /// Multi-token prediction's weights at this step (upstream #53); fewer than two: plain.
+    pub mtp: Vec<f64>,
+    /// The input embedding is its own table from this step on (upstream #53's untie).
+    pub split_embed: bool,
 }
 
 pub struct Gpt {
@@ -67,6 +71,8 @@ impl Gpt {
         let std = r.init_std;
         let stds = (std, std / (2.0 * l as f64).sqrt());
         let bound = 3f64.sqrt() * 0.5 / (c as f64).sqrt();
+        // Upstream #53's QKV init is twice that bound (its README says halved; the code wins).
+        let qkv_bound = bound * r.qkv_init_mul.unwrap_or(1.0);
         let embed_init = nn::Init::Randn { mean: 0.0, stdev: if uniform { 1.0 } else { std } };
         // llm.c initialises only the first vocab_size rows; the padding rows stay zero.
         let sizes = (r.vocab_size as i64, vp, c);
@@ -77,6 +83,10 @@ impl Gpt {
             Some(w) => Embedding::from_table(w.shallow_clone()),
             None => Embedding::new(&mut ps, sizes, embed_init, !uniform, g.embed),
         };
+        // Upstream #53: a table of its own from the untie on, overwritten then by the head's.
+        if r.head_embed.as_ref().is_some_and(|h| h.untie_at.is_some()) {
+            embed = embed.with_untied(ps.add("embed", &[vp, c], embed_init, g.late_embed));
+        }
         if r.rotary.is_none() {
             embed = embed.with_positions(&mut ps, r.max_seq_len as i64, std, g.embed);
         }
@@ -136,7 +146,7 @@ impl Gpt {
         let windowed = WindowedConfig {
             n_embd: c,
             n_head: r.n_head as i64,
-            bound,
+            bound: qkv_bound,
             zero_proj: r.zero_proj,
             tall: r.tall_matrices,
             key_offset: r.key_offset,
@@ -245,14 +255,14 @@ impl Gpt {
     /// Mean cross-entropy over the head's vocabulary. idx, targets: [B, T] -> scalar
     pub fn loss(&self, idx: &Tensor, targets: &Tensor, ctx: &Ctx) -> Result<Tensor> {
         let x = self.trunk(idx, ctx)?; // [N, C]
-        self.head.loss(&x, &targets.reshape([-1]), ctx.training)
+        self.head.loss(&x, &targets.reshape([-1]), ctx.training, &ctx.mtp)
     }
 
     /// idx: [B, T] -> the final hidden state [B*T, C], normed.
     fn trunk(&self, idx: &Tensor, ctx: &Ctx) -> Result<Tensor> {
         let (b, t) = idx.size2().context("model input is [B, T] token ids")?;
         let bank = self.scalars.tensor(); // [n] learned scalars
-        let x0 = self.embed.forward(idx, self.compute, &bank); // [B, T, C]
+        let x0 = self.embed.forward(idx, self.compute, &bank, ctx.split_embed); // [B, T, C]
         let ve = self.value_embeds.as_ref().map(|v| v.lookup(idx, self.compute));
         let mut x = x0.shallow_clone();
         let mut skips = Vec::new();

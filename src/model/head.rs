@@ -2,6 +2,7 @@
 //! lm_head from upstream #8), FP8 in training (upstream #19), the softcap (#19's sigmoid form),
 //! and the cross-entropy over the vocabulary (record #1) or over every padded logit (#5 on).
 use super::fp8_head::{fp8_linear, Fp8Scales};
+use super::mtp;
 use super::norm::Norm;
 use super::softcap::{softcap, softcap_in};
 use crate::recipe::Softcap;
@@ -56,9 +57,23 @@ impl Head {
         })
     }
 
-    /// Mean cross-entropy. x: [N, C] normed, targets: [N] -> scalar
-    pub fn loss(&self, x: &Tensor, targets: &Tensor, training: bool) -> Result<Tensor> {
+    /// Mean cross-entropy. x: [N, C] normed, targets: [N] -> scalar. In training with two or
+    /// more `mtp` weights, the multi-token objective (mtp.rs) over N instead.
+    pub fn loss(
+        &self,
+        x: &Tensor,
+        targets: &Tensor,
+        training: bool,
+        mtp: &[f64],
+    ) -> Result<Tensor> {
         let n = x.size()[0];
+        if training && mtp.len() > 1 {
+            let mut logits = self.logits(x, training)?;
+            if let Some(v) = self.vocab {
+                logits = logits.narrow(-1, 0, v); // [N, V]
+            }
+            return Ok(mtp::loss(&logits, targets, mtp) / n as f64);
+        }
         let ce = |x: &Tensor, t: &Tensor, reduction| -> Result<Tensor> {
             let mut logits = self.logits(x, training)?;
             if let Some(v) = self.vocab {

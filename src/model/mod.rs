@@ -9,6 +9,7 @@ pub mod gpt;
 pub mod head;
 pub mod key_offset;
 pub mod mlp;
+pub mod mtp;
 pub mod norm;
 pub mod params;
 pub mod relu2_mlp;

@@ -34,6 +34,10 @@ pub enum Role {
     Qkvo,
     /// A gate's matrix ([heads, channels]): NorMuon's moments per row from upstream #48.
     Gate,
+    /// The lm_head: upstream #53's untie copies it, with its Adam state, into `LateEmbed`.
+    Head,
+    /// The input embedding's own table after the untie; Adam leaves it alone until then.
+    LateEmbed,
 }
 
 /// How the optimizer treats a parameter; set where the parameter is created.
@@ -62,6 +66,8 @@ pub struct Groups {
     pub embed: Group,
     /// An untied lm_head.
     pub head: Group,
+    /// The token embedding after upstream #53's untie: the head's group.
+    pub late_embed: Group,
     /// The scalar bank.
     pub scalars: Group,
     /// The x0 lambdas as their own parameter (upstream #52): Adam, the scalars' lr multiplier,
@@ -94,6 +100,7 @@ impl Groups {
             return Groups {
                 embed,
                 head,
+                late_embed: head,
                 scalars,
                 x0,
                 smear,
@@ -109,12 +116,14 @@ impl Groups {
         let mul = |f: fn(&crate::recipe::LrMul) -> f64| r.lr_mul.as_ref().map_or(1.0, f);
         let embed_storage = if r.bf16_embeddings { Storage::Bf16OnCuda } else { Storage::Fp32 };
         let linear_storage = if r.bf16_linears { Storage::Bf16OnCuda } else { Storage::Fp32 };
+        let head = Group { storage: linear_storage, ..fp32(Opt::Adam, mul(|m| m.head), true) };
         let scalar_opt = if r.scalar_betas.is_some() { Opt::ScalarAdam } else { Opt::Adam };
         let gate =
             Group { storage: linear_storage, role: Role::Gate, ..fp32(Opt::Muon, 1.0, true) };
         Groups {
             embed: Group { storage: embed_storage, ..fp32(Opt::Adam, mul(|m| m.embed), true) },
-            head: Group { storage: linear_storage, ..fp32(Opt::Adam, mul(|m| m.head), true) },
+            head: Group { role: Role::Head, ..head },
+            late_embed: Group { role: Role::LateEmbed, ..head },
             gate,
             // Upstream #50 turns on Adam's weight decay but not for the scalars (wd_mul 0);
             // Adam's decay was 0 before, so the flag is theirs from the start.

@@ -23,7 +23,7 @@
 //! numbers, without the overlap. With one rank (the lab) there is nothing to overlap.
 use super::cautious_adam;
 use crate::dist::{Collectives, Op};
-use crate::model::params::Param;
+use crate::model::params::{Param, Role};
 use crate::recipe::CautiousMask;
 use anyhow::{bail, ensure, Context, Result};
 use tch::{Kind, Tensor};
@@ -72,7 +72,7 @@ impl DistAdam {
                 p.name
             );
         }
-        for p in &self.params {
+        for p in self.params.iter().filter(|p| p.group.role != Role::LateEmbed) {
             ensure!(p.tensor.grad().defined(), "dist_adam: {} has no gradient", p.name);
         }
         if self.state.is_empty() {
@@ -83,6 +83,11 @@ impl DistAdam {
         let bias = (1.0 - b2.powi(self.t)).sqrt() / (1.0 - b1.powi(self.t));
         tch::no_grad(|| {
             for (p, (m, v)) in self.params.iter().zip(&mut self.state) {
+                // The untied embedding has no gradient before the untie (upstream: no hook
+                // fired, so no step).
+                if !p.tensor.grad().defined() {
+                    continue;
+                }
                 let small = is_small(&p.tensor);
                 let g = match small {
                     true => {
@@ -128,6 +133,20 @@ impl DistAdam {
             }
             Ok(())
         })
+    }
+
+    /// Upstream #53's untie: the head's weight and this rank's Adam state (m, v; the step
+    /// count is shared) copied into the untied embedding's.
+    pub fn untie(&mut self) -> Result<()> {
+        let find = |role| self.params.iter().position(|p| p.group.role == role);
+        let (Some(h), Some(e)) = (find(Role::Head), find(Role::LateEmbed)) else {
+            bail!("dist_adam: the untie needs the head and the untied embedding in this Adam")
+        };
+        ensure!(!self.state.is_empty(), "dist_adam: the untie comes after Adam's first step");
+        tch::no_grad(|| self.params[e].tensor.shallow_clone().f_copy_(&self.params[h].tensor))?;
+        let (m, v) = (self.state[h].0.copy(), self.state[h].1.copy());
+        self.state[e] = (m, v);
+        Ok(())
     }
 
     /// Deep copies of the state: the step count (a 0-dim int64), then m and v of every param

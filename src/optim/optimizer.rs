@@ -145,6 +145,9 @@ impl Optimizer {
             }
             _ => zero_grads(self.params().into_iter()),
         }
+        if let (Optimizer::MuonAdam { adam, .. }, true) = (&mut *self, plan.untie_after) {
+            adam.untie()?;
+        }
         Ok(info)
     }
 

@@ -1,7 +1,8 @@
 //! The schedule: every step-dependent value of a run, from one place. `Schedule::at(step)` gives
 //! that step's [`Plan`]; the loop, the optimizers and the log read it, and
 //! `train --print-schedule` prints its table. Below it, the curves it is made of.
-use crate::recipe::{LrSchedule, Recipe, Windows};
+use crate::model::mtp;
+use crate::recipe::{LrSchedule, Recipe, Windows, MTP_MAX};
 
 /// What step `step` runs with.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -19,6 +20,21 @@ pub struct Plan {
     pub batch_share: f64,
     /// The scalar bank's Adam pauses (upstream #52: 40 steps from each stage change).
     pub freeze_scalars: bool,
+    /// Multi-token prediction's weights (upstream #53), zeros past the last; all zeros: none.
+    pub mtp: [f64; MTP_MAX],
+    /// The input embedding reads its own table (upstream #53: from ceil(2/3 · scheduled)).
+    pub split_embed: bool,
+    /// After this step's update the head is copied into that table, with its Adam state
+    /// (upstream #53: the odd step before the split, `(split − 2) | 1`).
+    pub untie_after: bool,
+}
+
+impl Plan {
+    /// The multi-token weights in use (none, or two or more).
+    pub fn mtp_weights(&self) -> &[f64] {
+        let n = self.mtp.iter().take_while(|&&w| w > 0.0).count();
+        &self.mtp[..n]
+    }
 }
 
 /// A run's step-dependent values, resolved from the recipe once.
@@ -42,6 +58,9 @@ pub struct Schedule {
     batch_shares: Vec<f64>,
     block: usize,
     scalar_freeze: u64,
+    mtp: Option<Vec<f64>>,
+    /// The first step on the untied embedding.
+    split: Option<u64>,
 }
 
 impl Schedule {
@@ -69,6 +88,11 @@ impl Schedule {
             },
             block: r.windows.as_ref().map_or(1, |w| w.block),
             scalar_freeze: r.scalar_freeze,
+            mtp: r.mtp.clone(),
+            split: r.head_embed.as_ref().and_then(|h| h.untie_at).map(|at| {
+                let clock = r.steps - r.iteration_extension.min(r.steps);
+                (at * clock as f64).ceil() as u64
+            }),
         }
     }
 
@@ -114,7 +138,23 @@ impl Schedule {
         let (windows, yarn_window, batch_share) = self.stage(step);
         let since = (step + 1).saturating_sub(self.scalar_freeze);
         let freeze_scalars = (since..=step).any(|t| self.transition(t));
-        Plan { step, lr_factor, momentum, windows, yarn_window, batch_share, freeze_scalars }
+        let mut mtp = [0.0; MTP_MAX];
+        if let Some(base) = &self.mtp {
+            let w = mtp::weights(base, step as f64 / clock.max(1) as f64);
+            mtp[..w.len()].copy_from_slice(&w);
+        }
+        Plan {
+            step,
+            lr_factor,
+            momentum,
+            windows,
+            yarn_window,
+            batch_share,
+            freeze_scalars,
+            mtp,
+            split_embed: self.split.is_some_and(|s| step >= s),
+            untie_after: self.split.is_some_and(|s| step == (s.max(2) - 2) | 1),
+        }
     }
 
     /// Step `step`'s (long, short) windows, YaRN's window and batch share.
@@ -188,7 +228,7 @@ impl Schedule {
             }
             let k = (i * starts.len() as u64 / self.untimed_warmup.max(1)) as usize;
             let at = self.at(starts[k.min(starts.len() - 1)]);
-            return Plan { step: i, freeze_scalars: false, ..at };
+            return Plan { step: i, freeze_scalars: false, untie_after: false, ..at };
         }
         plan.windows = w.sizes_of(w.schedule[i as usize % w.schedule.len()]);
         plan.yarn_window = plan.windows.0;
@@ -197,9 +237,12 @@ impl Schedule {
 
     /// The table of `train --print-schedule`: the first and last steps, every step where a
     /// stage begins (windows or batch change, the lr leaves or enters 1 or jumps up, the
-    /// momentum reaches its end) and every `every` steps.
+    /// momentum reaches its end, the scalars pause or resume, the multi-token weights drop
+    /// one, the embedding is untied) and every `every` steps.
     pub fn table(&self, every: u64) -> String {
-        let mut out = String::from("step\tlr_factor\tadam_lr\tmuon_lr\tmomentum\twindows\tbatch\n");
+        let mut out = String::from(
+            "step\tlr_factor\tadam_lr\tmuon_lr\tmomentum\twindows\tbatch\tmtp\tscalars\tembed\n",
+        );
         let mut last: Option<Plan> = None;
         for step in 0..=self.steps {
             let p = self.at(step);
@@ -208,12 +251,27 @@ impl Schedule {
                     || l.batch_share != p.batch_share
                     || (l.lr_factor == 1.0) != (p.lr_factor == 1.0)
                     || p.lr_factor > l.lr_factor
-            }) || self.muon.is_some_and(|m| step == m.3 || step + m.4 == self.steps);
+                    || l.freeze_scalars != p.freeze_scalars
+                    || l.mtp_weights().len() != p.mtp_weights().len()
+                    || l.split_embed != p.split_embed
+            }) || p.untie_after
+                || self.muon.is_some_and(|m| step == m.3 || step + m.4 == self.steps);
             if stage || step == self.steps || (every > 0 && step % every == 0) {
                 let muon_lr = self.muon.map_or("-".into(), |m| format!("{:.6}", m.0 * p.lr_factor));
                 let momentum = p.momentum.map_or("-".into(), |m| format!("{m:.4}"));
+                let mtp = match p.mtp_weights() {
+                    [] => "-".to_string(),
+                    w => w.iter().map(|w| format!("{w:.4}")).collect::<Vec<_>>().join(","),
+                };
+                let scalars = if p.freeze_scalars { "paused" } else { "-" };
+                let embed = match (self.split, p.split_embed, p.untie_after) {
+                    (None, ..) => "-",
+                    (_, _, true) => "copied",
+                    (_, true, _) => "own",
+                    _ => "head's",
+                };
                 out.push_str(&format!(
-                    "{step}\t{:.6}\t{:.6}\t{muon_lr}\t{momentum}\t{}/{}\t{:.3}\n",
+                    "{step}\t{:.6}\t{:.6}\t{muon_lr}\t{momentum}\t{}/{}\t{:.3}\t{mtp}\t{scalars}\t{embed}\n",
                     p.lr_factor,
                     self.adam_lr * p.lr_factor,
                     p.windows.0,

@@ -121,6 +121,8 @@ pub const REGISTRY: &[Technique] = &[
     technique("key_offset", &[49], &["attn_layers"]),
     technique("zero_value_embeds", &[49], &["value_embed_layers"]),
     technique("compact_scalars", &[49], &[]),
+    technique("qkv_init_mul", &[53], &["attn_layers"]),
+    technique("mtp", &[53], &[]),
     technique("smear", &[34, 40], &["embed_norm", "muon"]),
     Technique { lab: Lab::Layer, ..technique("backout", &[40], &[]) },
     technique("softcap", &[9, 18, 19, 28], &[]),

@@ -199,6 +199,10 @@ pub struct LrMul {
 #[serde(deny_unknown_fields)]
 pub struct HeadEmbed {
     pub init_std: f64,
+    /// Upstream #53 unties them again at this fraction of the scheduled steps (2/3): the
+    /// embedding gets a copy of the head's weight and Adam state, then trains on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untie_at: Option<f64>,
 }
 
 /// Where cautious weight decay applies: where update and weight agree in sign, zeros included

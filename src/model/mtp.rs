@@ -1,0 +1,41 @@
+//! Multi-token prediction (upstream #53): early in training the same logits are also scored
+//! against the tokens two and three ahead, so the trunk learns features that look further than
+//! the next token; the extra targets fade out by stages and the last third of training is
+//! plain next-token prediction. No extra parameters: the position-t logits serve every offset.
+//! ```text
+//! CE[t, k] = logsumexp(logits[t]) − logits[t, target[t + k]]     0 where t + k is past the end
+//! loss     = Σ_t Σ_k w_k·CE[t, k]                                 a weighted sum, not a mean
+//! ```
+//! Offsets cross document boundaries; only the end of the rank's buffer is masked. The weights
+//! at progress x = step / scheduled steps, for a base of n weights ([1, 0.5, 0.25] upstream):
+//! stage k = #{j in 1..n : x ≥ j/n} keeps the first n − k weights, and the last of them (when
+//! more than one) falls linearly to 0 over the stage: [1, 0.5, 0.25·(1 − 3x)], then
+//! [1, 0.5·(1 − (3x − 1))], then [1] (also through the extension).
+use tch::{Kind, Tensor};
+
+/// The weights at progress `x` for the base weights `base`.
+pub fn weights(base: &[f64], x: f64) -> Vec<f64> {
+    let n = base.len();
+    let k = (1..n).filter(|&j| x >= j as f64 / n as f64).count();
+    let mut w = base[..n - k].to_vec();
+    if w.len() > 1 {
+        let last = w.len() - 1;
+        w[last] *= 1.0 - (n as f64 * x - k as f64);
+    }
+    w
+}
+
+/// logits: [N, V], targets: [N] (the next token of each position), w: the weights (two or
+/// more) -> Σ_t Σ_k w_k·CE[t, k], fp32 scalar.
+pub fn loss(logits: &Tensor, targets: &Tensor, w: &[f64]) -> Tensor {
+    let (n, k) = (logits.size()[0], w.len() as i64);
+    let dev = logits.device();
+    // [N, k]: targets[t + j], 0 past the end (masked below)
+    let idx = targets.constant_pad_nd([0, k - 1]).unfold(0, k, 1);
+    let ce = logits.logsumexp([-1], true) - logits.gather(1, &idx, false); // [N, k]
+                                                                           // keep[t, j] = t + j < N
+    let t = Tensor::arange(n, (Kind::Int64, dev)).unsqueeze(1);
+    let keep = (t + Tensor::arange(k, (Kind::Int64, dev))).lt(n);
+    let w = Tensor::from_slice(w).to_kind(Kind::Float).to_device(dev);
+    (ce.to_kind(Kind::Float) * keep.to_kind(Kind::Float) * w).sum(Kind::Float)
+}
