@@ -13,6 +13,7 @@ pub const RECORD_1: Manifest = ("records/01.toml", include_str!("../../records/0
 pub const RECORD_29: Manifest = ("records/29.toml", include_str!("../../records/29.toml"));
 pub const RECORD_38: Manifest = ("records/38.toml", include_str!("../../records/38.toml"));
 pub const RECORD_46: Manifest = ("records/46.toml", include_str!("../../records/46.toml"));
+pub const RECORD_53: Manifest = ("records/53.toml", include_str!("../../records/53.toml"));
 
 pub struct Model {
     // Owns the parameters; model and params borrow nothing from it but must not outlive it.
