@@ -43,6 +43,9 @@ impl Paint {
     pub fn bold(self, s: &str) -> String {
         self.wrap("1", s)
     }
+    pub fn dim(self, s: &str) -> String {
+        self.wrap("2", s)
+    }
     /// Colours one diff body line by its origin character.
     pub fn diff_line(self, line: &str) -> String {
         let (text, nl) = match line.strip_suffix('\n') {
@@ -200,12 +203,19 @@ pub fn render(root: &Path, a: u32, b: u32, parts: Parts, paint: Paint) -> Result
         if changes.is_empty() {
             out.push_str("  (no recipe changes)\n");
         }
+        let (mut why_a, mut why_b) = (KeyComments::of(ma), KeyComments::of(mb));
         for (section, group) in by_section(changes, ma, mb) {
             let indent = if section.is_empty() { "  " } else { "    " };
             if !section.is_empty() {
                 out.push_str(&format!("  {section}\n"));
             }
             for c in group {
+                let why = match &c {
+                    RecipeChange::Removed { key, .. } => why_a.take(key),
+                    RecipeChange::Added { key, .. } | RecipeChange::Changed { key, .. } => {
+                        why_b.take(key)
+                    }
+                };
                 out.push_str(&match c {
                     RecipeChange::Added { key, new } => {
                         paint.green(&format!("{indent}+ {key} = {new}"))
@@ -217,6 +227,9 @@ pub fn render(root: &Path, a: u32, b: u32, parts: Parts, paint: Paint) -> Result
                         format!("{indent}~ {key}: {old} → {new}")
                     }
                 });
+                if let Some(why) = why {
+                    out.push_str(&paint.dim(&format!("   # {why}")));
+                }
                 out.push('\n');
             }
         }
@@ -228,6 +241,40 @@ pub fn render(root: &Path, a: u32, b: u32, parts: Parts, paint: Paint) -> Result
         out.push_str(if code.is_empty() { "  (the trees are identical)\n" } else { &code });
     }
     Ok(out)
+}
+
+/// The comment each `[recipe]` line of a manifest carries (`key = value   # why`), given once
+/// per line: the first changed key of a table line shows it, its siblings do not repeat it.
+struct KeyComments {
+    lines: Vec<String>,
+    keys: BTreeMap<String, usize>,
+    shown: std::collections::BTreeSet<usize>,
+}
+
+impl KeyComments {
+    fn of(m: &Manifest) -> KeyComments {
+        let text = std::fs::read_to_string(&m.path).unwrap_or_default();
+        KeyComments {
+            lines: text.lines().map(str::to_string).collect(),
+            keys: m.recipe_keys.iter().cloned().collect(),
+            shown: Default::default(),
+        }
+    }
+
+    /// The comment on `key`'s line, cut to 72 characters, unless shown already.
+    fn take(&mut self, key: &str) -> Option<String> {
+        let line = *self.keys.get(key)?;
+        let text = self.lines.get(line.checked_sub(1)?)?;
+        let (_, comment) = text.split_once(" # ")?;
+        if !self.shown.insert(line) {
+            return None;
+        }
+        let comment = comment.trim();
+        Some(match comment.char_indices().nth(72) {
+            Some((cut, _)) => format!("{}…", &comment[..cut]),
+            None => comment.to_string(),
+        })
+    }
 }
 
 /// The changes grouped by the section of the manifest they sit in (the `# Model: ...`, `# Data`,

@@ -19,10 +19,10 @@ fn diff_forward_shows_commits_recipe_and_code() {
     assert!(text.contains("#29  Record 29 title  (2 commit(s), +"), "{text}");
     assert!(text.contains("1/2 Add value embeddings  +"), "{text}");
     assert!(text.contains("2/2 Raise the learning rate to 0.2  +1 -1"), "{text}");
-    // Grouped by the manifest's section comments, in its order.
+    // Grouped by the manifest's section comments, in its order, each with its line's comment.
     assert!(
         text.contains(
-            "  Optimizer\n    ~ lr: 0.1 → 0.2\n  Model\n    ~ value_embeds: false → true\n"
+            "  Optimizer\n    ~ lr: 0.1 → 0.2   # step size\n  Model\n    ~ value_embeds: false → true\n"
         ),
         "{text}"
     );

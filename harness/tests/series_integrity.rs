@@ -120,7 +120,7 @@ fn a_manifest_that_does_not_parse_leaves_the_others_usable() {
 #[test]
 fn a_mistyped_recipe_key_is_named_with_its_line_and_a_suggestion() {
     let f = Fixture::new();
-    let m = f.read("records/29.toml").replace("\nlr = 0.2\n", "\nlrr = 0.2\n");
+    let m = f.read("records/29.toml").replace("\nlr = 0.2 ", "\nlrr = 0.2 ");
     f.write("records/29.toml", &m);
     let line = m.lines().position(|l| l.starts_with("lrr = ")).unwrap() + 1;
     let want = format!("records/29.toml:{line}: unknown recipe key `lrr`; did you mean `lr`?");

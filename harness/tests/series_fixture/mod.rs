@@ -130,7 +130,7 @@ val_curve = [[0, 10.8], [50, 4.5], [100, 3.27]]
 
 [recipe]
 # Optimizer: its lr
-lr = {lr}
+lr = {lr}   # step size
 # Model
 value_embeds = {}
 
