@@ -101,13 +101,16 @@ fn relu2_mlp_squares_the_positive_part_and_starts_at_zero_with_zero_proj() {
 #[test]
 fn softcap_is_a_shifted_tanh_inside_zero_and_cap() {
     let z = Tensor::linspace(-200.0, 200.0, 41, F64);
-    let s = softcap(&z, &Softcap { cap: 30.0, temperature: 7.5 });
+    let s = softcap(&z, &Softcap { cap: 30.0, temperature: 7.5, shift: 0.0 });
     assert_eq!(s.kind(), Kind::Float);
     let tanh_form = (&z / 15.0).tanh() * 15.0 + 15.0;
     assert!(close(&s, &tanh_form) < 1e-5);
     let (lo, hi) = (s.min().double_value(&[]), s.max().double_value(&[]));
     assert!(lo >= 0.0 && hi <= 30.0 && hi > 29.9 && lo < 0.1);
-    let at0 = softcap(&Tensor::from_slice(&[0.0f32]), &Softcap { cap: 30.0, temperature: 7.5 });
+    let at0 = softcap(
+        &Tensor::from_slice(&[0.0f32]),
+        &Softcap { cap: 30.0, temperature: 7.5, shift: 0.0 },
+    );
     assert_eq!(at0.double_value(&[0]), 15.0);
 }
 
@@ -116,11 +119,11 @@ fn softcap_is_a_shifted_tanh_inside_zero_and_cap() {
 fn window_schedule_matches_the_spec_table() {
     let w = Windows { block: 128, schedule: vec![3, 7, 11], final_ws: None, final_long: None };
     for (step, ws) in [(0, 3), (556, 3), (557, 7), (1113, 7), (1114, 11), (1670, 11)] {
-        assert_eq!(w.ws(step, 1670), ws, "step {step}");
+        assert_eq!(w.ws(step, 1671), ws, "step {step}");
     }
-    assert_eq!(w.sizes(0, 1670), (384, 128));
-    assert_eq!(w.sizes(800, 1670), (896, 384));
-    assert_eq!(w.sizes(1670, 1670), (1408, 640));
+    assert_eq!(w.sizes(0, 1671), (384, 128));
+    assert_eq!(w.sizes(800, 1671), (896, 384));
+    assert_eq!(w.sizes(1670, 1671), (1408, 640));
 }
 
 #[test]

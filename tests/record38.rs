@@ -185,7 +185,7 @@ fn the_iteration_extension_holds_the_final_lr_and_windows() {
 /// and the default cast to fp32.
 #[test]
 fn the_low_precision_loss_keeps_the_logits_kind_in_training_only() {
-    let cap = trainer::recipe::Softcap { cap: 30.0, temperature: 7.5 };
+    let cap = trainer::recipe::Softcap { cap: 30.0, temperature: 7.5, shift: 0.0 };
     let z = Tensor::from_slice(&[-20.0f32, 0.0, 7.5, 50.0]).to_kind(Kind::BFloat16);
     let y = softcap_in(&z, &cap);
     assert_eq!(y.kind(), Kind::BFloat16);

@@ -2,7 +2,7 @@
 //! that step's [`Plan`]; the loop, the optimizers and the log read it, and
 //! `train --print-schedule` prints its table. Below it, the curves it is made of.
 use crate::model::mtp;
-use crate::recipe::{LrSchedule, Recipe, Windows, MTP_MAX};
+use crate::recipe::{LrSchedule, Recipe, UntieStep, Windows, MTP_MAX};
 
 /// What step `step` runs with.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -22,10 +22,11 @@ pub struct Plan {
     pub freeze_scalars: bool,
     /// Multi-token prediction's weights (upstream #53), zeros past the last; all zeros: none.
     pub mtp: [f64; MTP_MAX],
-    /// The input embedding reads its own table (upstream #53: from ceil(2/3 · scheduled)).
+    /// The input embedding reads its own table (upstream #53: from s = ceil(2/3 · scheduled);
+    /// #54: from the step after the copy).
     pub split_embed: bool,
     /// After this step's update the head is copied into that table, with its Adam state
-    /// (upstream #53: the odd step before the split, `(split − 2) | 1`).
+    /// (upstream #53: the odd step before s, `(s − 2) | 1`; #54: `s | 1`).
     pub untie_after: bool,
 }
 
@@ -59,8 +60,8 @@ pub struct Schedule {
     block: usize,
     scalar_freeze: u64,
     mtp: Option<Vec<f64>>,
-    /// The first step on the untied embedding.
-    split: Option<u64>,
+    /// (the step after which the head is copied, the first step on the untied embedding).
+    split: Option<(u64, u64)>,
 }
 
 impl Schedule {
@@ -89,10 +90,16 @@ impl Schedule {
             block: r.windows.as_ref().map_or(1, |w| w.block),
             scalar_freeze: r.scalar_freeze,
             mtp: r.mtp.clone(),
-            split: r.head_embed.as_ref().and_then(|h| h.untie_at).map(|at| {
-                let clock = r.steps - r.iteration_extension.min(r.steps);
-                (at * clock as f64).ceil() as u64
-            }),
+            split: r.head_embed.as_ref().and_then(|h| Some((h.untie_at?, h.untie_step))).map(
+                |(at, rule)| {
+                    let clock = r.steps - r.iteration_extension.min(r.steps);
+                    let s = (at * clock as f64).ceil() as u64;
+                    match rule {
+                        UntieStep::OddBefore => ((s.max(2) - 2) | 1, s),
+                        UntieStep::OddFrom => (s | 1, (s | 1) + 1),
+                    }
+                },
+            ),
         }
     }
 
@@ -152,8 +159,8 @@ impl Schedule {
             batch_share,
             freeze_scalars,
             mtp,
-            split_embed: self.split.is_some_and(|s| step >= s),
-            untie_after: self.split.is_some_and(|s| step == (s.max(2) - 2) | 1),
+            split_embed: self.split.is_some_and(|(_, from)| step >= from),
+            untie_after: self.split.is_some_and(|(after, _)| step == after),
         }
     }
 
@@ -171,11 +178,11 @@ impl Schedule {
                 let sizes = w.sizes_of(w.final_ws.unwrap_or(w.schedule[w.schedule.len() - 1]));
                 (sizes, sizes.0)
             }
-            Some(w) => (w.sizes(step, clock), w.sizes(step, clock).0),
+            Some(w) => (w.sizes(step, self.divisor(clock)), w.sizes(step, self.divisor(clock)).0),
         };
         // The batch follows the windows' stages; the extension and the end take the last.
         let stage = match &self.windows {
-            Some(w) if step < clock => w.stage(step, clock),
+            Some(w) if step < clock => w.stage(step, self.divisor(clock)),
             _ => self.batch_shares.len() - 1,
         };
         let batch_share = self.batch_shares[stage.min(self.batch_shares.len() - 1)];
@@ -190,6 +197,16 @@ impl Schedule {
         }
         let (now, before) = (self.stage(step), self.stage(step - 1));
         now.0 .0 != before.0 .0 || now.2 != before.2
+    }
+
+    /// What the windows' stage divides the step by: one more than the scheduled steps, as
+    /// upstream until #42, which divides by the scheduled steps (`extension_final` is its key).
+    fn divisor(&self, clock: u64) -> u64 {
+        if self.extension_final {
+            clock
+        } else {
+            clock + 1
+        }
     }
 
     /// Tokens of one micro-batch at `plan` when a full one has `full`: its batch share, rounded
@@ -221,7 +238,7 @@ impl Schedule {
         if self.batch_shares.len() > 1 {
             let clock = self.steps - self.extension.min(self.steps);
             let mut starts: Vec<u64> = (0..w.schedule.len())
-                .filter_map(|k| (0..clock).find(|&s| w.stage(s, clock) == k))
+                .filter_map(|k| (0..clock).find(|&s| w.stage(s, self.divisor(clock)) == k))
                 .collect();
             if self.extension_final && self.extension > 0 {
                 starts.push(clock);

@@ -46,12 +46,19 @@ pub struct Rotary {
     pub truncated: bool,
 }
 
-/// Logit softcap in the sigmoid form of upstream #19: z -> cap·σ(z/temperature).
+/// Logit softcap in the sigmoid form of upstream #19: z -> cap·σ((z + shift)/temperature).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Softcap {
     pub cap: f64,
     pub temperature: f64,
+    /// Upstream #54's asymmetric rescale: 23·σ((z + 5)/7.5).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shift: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// The FP8 lm_head of upstream #19 (training only); dequantisation scales. The input scale is
@@ -85,20 +92,21 @@ pub struct Windows {
 }
 
 impl Windows {
-    /// The schedule's stage at `step` of `steps`: floor(len·step/(1+steps)).
-    pub fn stage(&self, step: u64, steps: u64) -> usize {
+    /// The schedule's stage at `step`: floor(len·step/divisor). Upstream divides by one more
+    /// than the steps until #42, by the scheduled steps from it.
+    pub fn stage(&self, step: u64, divisor: u64) -> usize {
         let n = self.schedule.len() as u64;
-        (n * step / (1 + steps)).min(n - 1) as usize
+        (n * step / divisor.max(1)).min(n - 1) as usize
     }
 
-    /// ws at `step` of `steps`.
-    pub fn ws(&self, step: u64, steps: u64) -> usize {
-        self.schedule[self.stage(step, steps)]
+    /// ws at `step` (see [`Windows::stage`] for the divisor).
+    pub fn ws(&self, step: u64, divisor: u64) -> usize {
+        self.schedule[self.stage(step, divisor)]
     }
 
     /// (long, short) windows in tokens at `step`.
-    pub fn sizes(&self, step: u64, steps: u64) -> (i64, i64) {
-        self.sizes_of(self.ws(step, steps))
+    pub fn sizes(&self, step: u64, divisor: u64) -> (i64, i64) {
+        self.sizes_of(self.ws(step, divisor))
     }
 
     /// (long, short) windows in tokens for window size `ws`: ws and ws/2 blocks.
@@ -203,6 +211,20 @@ pub struct HeadEmbed {
     /// embedding gets a copy of the head's weight and Adam state, then trains on its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub untie_at: Option<f64>,
+    /// Which odd (Adam) step the copy follows.
+    #[serde(default)]
+    pub untie_step: UntieStep,
+}
+
+/// The step the untie copies after, with s = ceil(untie_at · scheduled steps).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UntieStep {
+    /// Upstream #53: the odd step before s, (s − 2) | 1; the embedding is its own from s.
+    #[default]
+    OddBefore,
+    /// Upstream #54: s | 1, the embedding its own from the step after.
+    OddFrom,
 }
 
 /// Where cautious weight decay applies: where update and weight agree in sign, zeros included
