@@ -107,7 +107,7 @@ fn run(args: &Args) -> anyhow::Result<bool> {
         format!("libtorch 2.11.0 (tch 0.24); cuDNN {}", tch::Cuda::cudnn_is_available()),
     )];
     type Check = (&'static str, fn(&Ctx) -> anyhow::Result<Vec<Row>>);
-    let checks: [Check; 19] = [
+    let checks: [Check; 21] = [
         ("flash fwd: dense causal", attention::dense),
         ("flash fwd: causal window 64", attention::window),
         ("flash fwd: varlen documents", attention::varlen),
@@ -125,6 +125,8 @@ fn run(args: &Args) -> anyhow::Result<bool> {
         ("record #46 eval forward, 262,144 tokens", record_step::eval_46),
         ("record #53, 1 GPU, one rank's batch", record_step::step_53),
         ("record #53 eval forward, 262,144 tokens", record_step::eval_53),
+        ("record #54, 1 GPU, one rank's batch", record_step::step_54),
+        ("record #54 eval forward, 262,144 tokens", record_step::eval_54),
         ("FP8 head vs bf16", fp8::check),
         ("Muon Newton–Schulz (bf16)", newton_schulz::check),
     ];
