@@ -103,6 +103,18 @@ fn lab_replay_of_record_38_tree_and_head_agree_and_46_trains_on_two_ranks() {
     assert!(loss_of(&c[4]) < loss_of(&c[0]) - 0.3, "two ranks learn: {c:?}");
 }
 
+/// Records #46 and #53: their trees come from reverse-applying the newer patches (#53's seven
+/// commits, #54's), whose keys are all off or set otherwise in their recipes: `--head` must give
+/// the same losses. #54 trains on two ranks (its small tensors all-reduced whole, the scalars in
+/// their own Adam, the multi-token loss).
+#[test]
+fn lab_replay_of_records_46_and_53_tree_and_head_agree_and_54_trains_on_two_ranks() {
+    tree_and_head_agree(46);
+    tree_and_head_agree(53);
+    let c = two_ranks(54);
+    assert!(loss_of(&c[4]) < loss_of(&c[0]) - 0.3, "two ranks learn: {c:?}");
+}
+
 fn loss_of(line: &str) -> f64 {
     line.split_whitespace().find_map(|w| w.split_once("loss:")).unwrap().1.parse().unwrap()
 }
