@@ -203,8 +203,14 @@ pub fn render(root: &Path, a: u32, b: u32, parts: Parts, paint: Paint) -> Result
         if changes.is_empty() {
             out.push_str("  (no recipe changes)\n");
         }
-        let (mut why_a, mut why_b) = (KeyComments::of(ma), KeyComments::of(mb));
-        for (section, group) in by_section(changes, ma, mb) {
+        // Each manifest's text, read once for its sections and its comments.
+        let lines = |m: &Manifest| -> Vec<String> {
+            let text = std::fs::read_to_string(&m.path).unwrap_or_default();
+            text.lines().map(str::to_string).collect()
+        };
+        let (la, lb) = (lines(ma), lines(mb));
+        let (mut why_a, mut why_b) = (KeyComments::of(ma, &la), KeyComments::of(mb, &lb));
+        for (section, group) in by_section(changes, (ma, &la), (mb, &lb)) {
             let indent = if section.is_empty() { "  " } else { "    " };
             if !section.is_empty() {
                 out.push_str(&format!("  {section}\n"));
@@ -245,20 +251,17 @@ pub fn render(root: &Path, a: u32, b: u32, parts: Parts, paint: Paint) -> Result
 
 /// The comment each `[recipe]` line of a manifest carries (`key = value   # why`), given once
 /// per line: the first changed key of a table line shows it, its siblings do not repeat it.
-struct KeyComments {
-    lines: Vec<String>,
+struct KeyComments<'a> {
+    lines: &'a [String],
     keys: BTreeMap<String, usize>,
     shown: std::collections::BTreeSet<usize>,
 }
 
-impl KeyComments {
-    fn of(m: &Manifest) -> KeyComments {
-        let text = std::fs::read_to_string(&m.path).unwrap_or_default();
-        KeyComments {
-            lines: text.lines().map(str::to_string).collect(),
-            keys: m.recipe_keys.iter().cloned().collect(),
-            shown: Default::default(),
-        }
+impl<'a> KeyComments<'a> {
+    /// `lines`: `m`'s text.
+    fn of(m: &Manifest, lines: &'a [String]) -> KeyComments<'a> {
+        let keys = m.recipe_keys.iter().cloned().collect();
+        KeyComments { lines, keys, shown: Default::default() }
     }
 
     /// The comment on `key`'s line, cut to 72 characters, unless shown already.
@@ -282,10 +285,10 @@ impl KeyComments {
 /// keys last). A manifest without such comments gives one unnamed group.
 fn by_section(
     changes: Vec<RecipeChange>,
-    a: &Manifest,
-    b: &Manifest,
+    (a, a_lines): (&Manifest, &[String]),
+    (b, b_lines): (&Manifest, &[String]),
 ) -> Vec<(String, Vec<RecipeChange>)> {
-    let (sa, sb) = (sections(a), sections(b));
+    let (sa, sb) = (sections(a, a_lines), sections(b, b_lines));
     // Sections in the order of their first key's line in the newer manifest.
     let mut first: BTreeMap<&String, usize> = BTreeMap::new();
     for (key, line) in &b.recipe_keys {
@@ -331,10 +334,8 @@ fn by_section(
 }
 
 /// Each `[recipe]` key's section in `m`'s text: the first word of the nearest `# Word...`
-/// comment line above it (Model, Data, Optimizers, Evaluation).
-fn sections(m: &Manifest) -> BTreeMap<String, String> {
-    let Ok(text) = std::fs::read_to_string(&m.path) else { return BTreeMap::new() };
-    let lines: Vec<&str> = text.lines().collect();
+/// comment line above it (Model, Data, Optimizers, Evaluation); `lines`: `m`'s text.
+fn sections(m: &Manifest, lines: &[String]) -> BTreeMap<String, String> {
     let Some(start) = lines.iter().position(|l| l.trim() == "[recipe]") else {
         return BTreeMap::new();
     };
