@@ -163,6 +163,13 @@ pub struct Recipe {
     /// Sparse attention gate: σ(W·h[:n]) per head from the first n channels (upstream #28).
     #[serde(default)]
     pub attn_gate: Option<usize>,
+    /// The value embeddings are gated per head and token, 2σ(W·h[:n]) from the first n
+    /// channels of the normed block input (upstream #55: 12; src/model/value_gate.rs).
+    #[serde(default)]
+    pub ve_gate: Option<usize>,
+    /// The single skip's gate also reads x0: σ(λ)·2σ(w·x0[:n]) (upstream #55: 12).
+    #[serde(default)]
+    pub skip_gate_x0: Option<usize>,
     /// Backout: the final hidden state minus a learned share (init 0.5) of this layer's output
     /// (upstream #40: 8).
     #[serde(default)]
@@ -187,6 +194,8 @@ pub struct Recipe {
     pub muon: Option<Muon>,
     #[serde(default)]
     pub lr_mul: Option<LrMul>,
+    #[serde(default)]
+    pub wd_mul: Option<WdMul>,
     /// Adam steps on every n-th step only, its gradients summed over the steps between
     /// (upstream #39: 2, on odd steps); Muon still steps every step.
     #[serde(default)]
@@ -452,8 +461,15 @@ impl Recipe {
                 "recipe: lr_schedule's stage_max needs one more entry than stage_at"
             );
         }
-        if let Some(g) = self.attn_gate {
-            ensure!(g <= self.n_embd, "recipe: attn_gate reads more channels than n_embd");
+        for (key, n) in [
+            ("attn_gate", self.attn_gate),
+            ("ve_gate", self.ve_gate),
+            ("skip_gate_x0", self.skip_gate_x0),
+        ] {
+            ensure!(
+                n.is_none_or(|n| n <= self.n_embd),
+                "recipe: {key} reads more channels than n_embd"
+            );
         }
         if let Some(k) = self.backout {
             ensure!(

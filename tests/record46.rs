@@ -288,7 +288,7 @@ fn a_single_gated_skip_replaces_the_unet() {
     let s = trainer::model::single_skip::SingleSkip::new(&mut bank, 12, (4, 7), -1.5, false);
     let mut w = [0.0f32; 12];
     w[1] = 2.0; // slot 7 - 6
-    let got = s.add(&x, &(&x * 3.0), &Tensor::from_slice(&w));
+    let got = s.add(&x, &(&x * 3.0), &x, &Tensor::from_slice(&w));
     let want = 1.0 + 3.0 / (1.0 + (-2.0f64).exp());
     assert!((got.double_value(&[0, 1, 2]) - want).abs() < 1e-6);
 }

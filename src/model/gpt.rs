@@ -19,6 +19,7 @@ use super::single_skip::SingleSkip;
 use super::smear::Smear;
 use super::unet::UNetSkips;
 use super::value_embed::ValueEmbeds;
+use super::value_gate::ValueGate;
 use super::windowed_attention::{Rope, WindowedAttention, WindowedConfig};
 use super::x0_lambdas::{Layout, X0Lambdas};
 use super::yarn::Yarn;
@@ -96,7 +97,7 @@ impl Gpt {
         // Upstream #49 starts the value embeddings at zero.
         let ve_init = if r.zero_value_embeds { nn::Init::Const(0.0) } else { embed_init };
         let value_embeds = (r.value_embed_layers.as_ref())
-            .map(|p| ValueEmbeds::new(&mut ps, p, vp, c, ve_init, g.embed));
+            .map(|p| ValueEmbeds::new(&mut ps, p, vp, c, ve_init, g.value_embeds));
 
         // The scalar bank in upstream's order: skips, block lambdas, value lambdas, smear,
         // backout; from upstream #49 (compact_scalars) the one skip lambda comes last.
@@ -131,6 +132,9 @@ impl Gpt {
         if r.compact_scalars {
             skip = single_skip(&mut scalars);
         }
+        if let Some(n) = r.skip_gate_x0 {
+            skip = skip.map(|s| s.with_x0_gate(&mut ps, n as i64, g.skip_gate));
+        }
         let rope = r.rotary.as_ref().map(|rot| match (&r.yarn, &r.windows) {
             (Some(y), Some(w)) => {
                 let first = (w.schedule[0] * w.block) as i64;
@@ -154,6 +158,7 @@ impl Gpt {
             qk_norm: r.qk_norm.then_some(r.ln_eps),
         };
         let attn_layers: Vec<char> = r.attn_layers.as_deref().unwrap_or("").chars().collect();
+        let ve_layers: Vec<char> = r.value_embed_layers.as_deref().unwrap_or("").chars().collect();
         let mlp_layers: Vec<char> = r.mlp_layers.as_deref().unwrap_or("").chars().collect();
         let blocks = (0..l)
             .map(|i| {
@@ -172,13 +177,21 @@ impl Gpt {
                         // Recipe::validate: attn_layers needs rotary; it reserved the lambdas.
                         let (rot, sa) = (rope.clone().zip(value_lambdas.as_ref()))
                             .expect("a validated recipe has rotary with attn_layers");
-                        Attn::Windowed(WindowedAttention::new(
+                        let a = WindowedAttention::new(
                             &mut ps,
                             &format!("{n}.attn"),
                             &windowed,
                             (rot, sa[i], w == 'L'),
                             g.qkvo,
-                        ))
+                        );
+                        Attn::Windowed(match r.ve_gate {
+                            Some(k) if ve_layers.get(i).is_some_and(char::is_ascii_digit) => {
+                                let name = format!("{n}.attn.ve_gate");
+                                let shape = (r.n_head as i64, k as i64);
+                                a.with_value_gate(ValueGate::new(&mut ps, &name, shape, g.gate))
+                            }
+                            _ => a,
+                        })
                     }
                 };
                 let mlp = match (mlp_layers.get(i), r.activation) {
@@ -276,7 +289,7 @@ impl Gpt {
             }
             if let (Some(s), Some(from)) = (&self.skip, &skipped) {
                 if s.to == i {
-                    x = s.add(&x, from, &bank);
+                    x = s.add(&x, from, &x0, &bank);
                 }
             }
             if let Some(l) = &self.x0_lambdas {

@@ -21,6 +21,7 @@ pub mod smear;
 pub mod softcap;
 pub mod unet;
 pub mod value_embed;
+pub mod value_gate;
 pub mod windowed_attention;
 pub mod x0_lambdas;
 pub mod yarn;

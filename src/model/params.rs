@@ -49,21 +49,25 @@ pub struct Group {
     pub lr_mul: f64,
     /// Weight decay applies (llm.c: matrices only; upstream's optimizers decay everything).
     pub decay: bool,
+    /// Multiplies the optimizer's weight decay where it applies (upstream #55's `wd_mul`).
+    pub wd_mul: f64,
     pub storage: Storage,
 }
 
 impl Group {
-    /// Stored in fp32, decaying, no special role.
+    /// Stored in fp32, decaying at the optimizer's rate, no special role.
     pub fn new(opt: Opt, lr_mul: f64) -> Group {
-        Group { opt, role: Role::Plain, lr_mul, decay: true, storage: Storage::Fp32 }
+        Group { opt, role: Role::Plain, lr_mul, decay: true, wd_mul: 1.0, storage: Storage::Fp32 }
     }
 }
 
 /// The groups of one recipe, resolved once: each part takes the one its tensors belong to.
 #[derive(Debug, Clone, Copy)]
 pub struct Groups {
-    /// Token and value embedding tables (and record #1's positions).
+    /// Token embedding tables (and record #1's positions).
     pub embed: Group,
+    /// The value embeddings: the embedding's group with their own decay (upstream #55).
+    pub value_embeds: Group,
     /// An untied lm_head.
     pub head: Group,
     /// The token embedding after upstream #53's untie: the head's group.
@@ -83,8 +87,11 @@ pub struct Groups {
     /// 2; #48: c_fc 1, c_proj 2).
     pub c_fc: Group,
     pub c_proj: Group,
-    /// The small gates' matrices (attention gates): Muon, bf16 on CUDA with bf16_linears.
+    /// The small gates' matrices (attention and value-embedding gates): Muon, bf16 on CUDA
+    /// with bf16_linears.
     pub gate: Group,
+    /// The skip's gate on x0 (upstream #55): Adam, its own lr multiplier, no decay.
+    pub skip_gate: Group,
     /// Biases and norm weights.
     pub vector: Group,
 }
@@ -96,9 +103,10 @@ impl Groups {
             let (matrix, vector) = (fp32(Opt::AdamW, 1.0, true), fp32(Opt::AdamW, 1.0, false));
             let (embed, head, scalars, hidden, gate) = (matrix, matrix, vector, matrix, matrix);
             let (x0, smear) = (vector, matrix);
-            let (qkvo, c_fc, c_proj) = (hidden, hidden, hidden);
+            let (qkvo, c_fc, c_proj, skip_gate) = (hidden, hidden, hidden, vector);
             return Groups {
                 embed,
+                value_embeds: embed,
                 head,
                 late_embed: head,
                 scalars,
@@ -109,6 +117,7 @@ impl Groups {
                 c_fc,
                 c_proj,
                 gate,
+                skip_gate,
                 vector,
             };
         }
@@ -116,12 +125,20 @@ impl Groups {
         let mul = |f: fn(&crate::recipe::LrMul) -> f64| r.lr_mul.as_ref().map_or(1.0, f);
         let embed_storage = if r.bf16_embeddings { Storage::Bf16OnCuda } else { Storage::Fp32 };
         let linear_storage = if r.bf16_linears { Storage::Bf16OnCuda } else { Storage::Fp32 };
-        let head = Group { storage: linear_storage, ..fp32(Opt::Adam, mul(|m| m.head), true) };
+        // Upstream #55 decays the value embeddings 5x and the head (with the embedding) 150x.
+        let wd = r.wd_mul.as_ref();
+        let head = Group {
+            storage: linear_storage,
+            wd_mul: wd.map_or(1.0, |w| w.head),
+            ..fp32(Opt::Adam, mul(|m| m.head), true)
+        };
+        let embed = Group { storage: embed_storage, ..fp32(Opt::Adam, mul(|m| m.embed), true) };
         let scalar_opt = if r.scalar_betas.is_some() { Opt::ScalarAdam } else { Opt::Adam };
         let gate =
             Group { storage: linear_storage, role: Role::Gate, ..fp32(Opt::Muon, 1.0, true) };
         Groups {
-            embed: Group { storage: embed_storage, ..fp32(Opt::Adam, mul(|m| m.embed), true) },
+            embed,
+            value_embeds: Group { wd_mul: wd.map_or(1.0, |w| w.value_embeds), ..embed },
             head: Group { role: Role::Head, ..head },
             late_embed: Group { role: Role::LateEmbed, ..head },
             gate,
@@ -133,6 +150,10 @@ impl Groups {
             smear: match r.lr_mul.as_ref().and_then(|m| m.smear_gate) {
                 Some(lr_mul) => Group { storage: linear_storage, ..fp32(Opt::Adam, lr_mul, false) },
                 None => gate,
+            },
+            skip_gate: Group {
+                storage: linear_storage,
+                ..fp32(Opt::Adam, r.lr_mul.as_ref().and_then(|m| m.skip_gate).unwrap_or(1.0), false)
             },
             hidden: fp32(Opt::Muon, 1.0, true),
             qkvo: Group { role: Role::Qkvo, ..fp32(Opt::Muon, 1.0, true) },

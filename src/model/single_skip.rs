@@ -5,6 +5,12 @@
 //! ```
 //! The bank keeps upstream's L skip slots; the weight is slot `to − L/2` (upstream's
 //! skip_weights[7 − 6]); upstream #49's relayout keeps one ("skip_lambda").
+//!
+//! Upstream #55 lets each token open or close the skip from x0's first n channels:
+//! ```text
+//! x_in(to) = x_out(to − 1) + σ(w)·2σ(x0[:n]·gᵀ)·x_out(from)     g: [1, n], zero init (factor 1)
+//! ```
+use super::params::{Group, ParamSet};
 use super::scalars::{ScalarBank, Slot};
 use tch::Tensor;
 
@@ -12,6 +18,8 @@ pub struct SingleSkip {
     pub from: usize,
     pub to: usize,
     weight: Slot,
+    /// The x0 gate's weight [1, n] (upstream #55).
+    x0_gate: Option<Tensor>,
 }
 
 impl SingleSkip {
@@ -23,14 +31,28 @@ impl SingleSkip {
         compact: bool,
     ) -> Self {
         if compact {
-            return SingleSkip { from, to, weight: bank.reserve("skip_lambda", &[gate as f32]) };
+            let weight = bank.reserve("skip_lambda", &[gate as f32]);
+            return SingleSkip { from, to, weight, x0_gate: None };
         }
         let slots = bank.reserve("skip", &vec![gate as f32; n_layer]);
-        SingleSkip { from, to, weight: slots.sub(to - n_layer / 2, 1) }
+        SingleSkip { from, to, weight: slots.sub(to - n_layer / 2, 1), x0_gate: None }
     }
 
-    /// x, kept: [B, T, C] -> x + σ(w)·kept
-    pub fn add(&self, x: &Tensor, kept: &Tensor, bank: &Tensor) -> Tensor {
-        x + kept * self.weight.get(bank, 0).sigmoid()
+    /// The skip also gated by x0's first `n` channels (upstream #55).
+    pub fn with_x0_gate(self, ps: &mut ParamSet, n: i64, g: Group) -> SingleSkip {
+        SingleSkip { x0_gate: Some(ps.zeros("skip_gate", &[1, n], g)), ..self }
+    }
+
+    /// x, kept, x0: [B, T, C] -> x + σ(w)·kept, times 2σ(x0[:n]·gᵀ) with the x0 gate
+    pub fn add(&self, x: &Tensor, kept: &Tensor, x0: &Tensor, bank: &Tensor) -> Tensor {
+        let kept = kept * self.weight.get(bank, 0).sigmoid();
+        match &self.x0_gate {
+            Some(g) => {
+                let n = g.size()[1];
+                let gate = x0.narrow(2, 0, n).linear(&g.to_kind(x0.kind()), None::<Tensor>); // [B, T, 1]
+                x + kept * (gate.sigmoid() * 2.0)
+            }
+            None => x + kept,
+        }
     }
 }

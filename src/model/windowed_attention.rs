@@ -6,6 +6,7 @@
 //!   they act moved in #47 and #48: sa_lambdas.rs);
 //! - causal attention inside each document, within a sliding window of W tokens before the
 //!   query (W + 1 keys with itself), softmax scale from the recipe (upstream #12, #16, #20, #29);
+//! - from upstream #55 the value embedding gated per head and token (value_gate.rs);
 //! - a sparse gate per head and token: y <- y·σ(h[:g]·W_gᵀ) from the first g channels of the
 //!   normed input, zero-initialised so it starts at 0.5 (upstream #28).
 use super::attend::{attend, Docs, Pattern};
@@ -14,6 +15,7 @@ use super::norm::rms_norm;
 use super::params::{Group, ParamSet};
 use super::rotary::Rotary;
 use super::sa_lambdas::LayerLambdas;
+use super::value_gate::ValueGate;
 use super::yarn::Yarn;
 use anyhow::Result;
 use tch::Tensor;
@@ -31,6 +33,8 @@ pub struct WindowedAttention {
     long: bool,
     /// Partial key offset (key_offset.rs), on long-window layers only.
     key_offset: bool,
+    /// The value embedding's gate (upstream #55), on the layers that have one.
+    ve_gate: Option<ValueGate>,
 }
 
 /// How a layer's windowed attention is built (resolved from the recipe once).
@@ -94,7 +98,13 @@ impl WindowedAttention {
             lambdas,
             long,
             key_offset: cfg.key_offset && long,
+            ve_gate: None,
         }
+    }
+
+    /// The layer's value embedding passes `gate` first (upstream #55).
+    pub fn with_value_gate(self, gate: ValueGate) -> WindowedAttention {
+        WindowedAttention { ve_gate: Some(gate), ..self }
     }
 
     /// h: [1, T, C] normed block input; ve: [1, T, C] or None; bank: the scalar bank;
@@ -121,7 +131,12 @@ impl WindowedAttention {
         if self.key_offset {
             k = key_offset::shift_stationary(&k);
         }
-        v = self.lambdas.values(&v, ve.map(|ve| ve.view([b, t, nh, hd])).as_ref(), bank);
+        let ve = ve.map(|ve| ve.view([b, t, nh, hd])); // [B, T, H, D]
+        let ve = match (&self.ve_gate, ve) {
+            (Some(g), Some(ve)) => Some(g.apply(h, &ve)),
+            (_, ve) => ve,
+        };
+        v = self.lambdas.values(&v, ve.as_ref(), bank);
         let window = if self.long { windows.0 } else { windows.1 };
         let pattern =
             Pattern { causal: true, window: Some(window), docs: Some(docs.clone()), scale };

@@ -12,7 +12,8 @@
 //! no division of their rows by the ranks. The mean gradient is the same either way.
 //!
 //! eps is added to √v, not to √v̂ as in torch's Adam (it matters at #29's eps = 1e-10). Weight
-//! decay applies to the params whose group decays (upstream: all of them). Each line is computed
+//! decay applies to the params whose group decays (upstream: all of them), times the group's
+//! `wd_mul` (upstream #55: 5 for the value embeddings, 150 for head and embedding). Each line is computed
 //! in fp32 and rounded once into a low-precision state or param (bf16 embeddings on CUDA), as
 //! upstream's compiled step does; for fp32 params this is the same arithmetic.
 //!
@@ -112,7 +113,7 @@ impl DistAdam {
                 m.f_copy_(&m32)?;
                 v.f_copy_(&v32)?;
                 let lr = self.cfg.lr * lr_factor * p.group.lr_mul;
-                let wd = if p.group.decay { self.cfg.weight_decay } else { 0.0 };
+                let wd = if p.group.decay { self.cfg.weight_decay * p.group.wd_mul } else { 0.0 };
                 // [n/W, ...] view into the param: the rows this rank updates (all when small).
                 let rows = if small { p.tensor.size()[0] } else { p.tensor.size()[0] / world };
                 let first = if small { 0 } else { rank as i64 * rows };

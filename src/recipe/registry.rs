@@ -116,6 +116,8 @@ pub const REGISTRY: &[Technique] = &[
     technique("attn_scale", &[20, 31], MODERN),
     technique("yarn", &[31], &["rotary", "windows", "attn_scale"]),
     technique("attn_gate", &[28], MODERN),
+    technique("ve_gate", &[55], &["value_embed_layers", "attn_layers"]),
+    technique("skip_gate_x0", &[55], &["single_skip"]),
     technique("sa_lambdas", &[47, 48], MODERN),
     technique("tall_matrices", &[48], &["muon"]),
     technique("key_offset", &[49], &["attn_layers"]),
@@ -141,7 +143,8 @@ pub const REGISTRY: &[Technique] = &[
         ]),
         ..technique("muon", &[3, 4, 6, 8, 9, 13, 15, 24, 32, 36, 39, 41, 43, 48], &[])
     },
-    technique("lr_mul", &[24, 42, 48, 52], &["muon"]),
+    technique("lr_mul", &[24, 42, 48, 52, 55], &["muon"]),
+    technique("wd_mul", &[55], &["muon"]),
     technique("adam_every", &[39], &["muon"]),
     technique("adam_cautious_wd", &[50, 53], &["muon"]),
     technique("scalar_betas", &[52], &["muon"]),

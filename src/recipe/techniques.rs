@@ -199,6 +199,18 @@ pub struct LrMul {
     /// The smear gate's, in Adam (upstream #52: 0.01); absent, the gate is Muon's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub smear_gate: Option<f64>,
+    /// The skip's x0 gate's, in Adam (upstream #55: 0.05).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip_gate: Option<f64>,
+}
+
+/// Weight-decay multipliers on Adam's rate (upstream #55): the value embeddings', and the
+/// head's, which the input embedding shares.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WdMul {
+    pub value_embeds: f64,
+    pub head: f64,
 }
 
 /// Upstream #51's tie: the input embedding reads the lm_head's weight (the head's group: lr
