@@ -196,6 +196,14 @@ pub struct Recipe {
     pub lr_mul: Option<LrMul>,
     #[serde(default)]
     pub wd_mul: Option<WdMul>,
+    /// The attention and value-embedding gates go to Adam (lr_mul 1, decaying) instead of
+    /// Muon (upstream #56).
+    #[serde(default)]
+    pub gates_in_adam: bool,
+    /// Adam keeps its moments in fp32 whatever the parameter's dtype (upstream #56; before,
+    /// bf16 parameters had bf16 moments).
+    #[serde(default)]
+    pub adam_fp32_state: bool,
     /// Adam steps on every n-th step only, its gradients summed over the steps between
     /// (upstream #39: 2, on odd steps); Muon still steps every step.
     #[serde(default)]

@@ -124,6 +124,7 @@ fn the_untie_copies_the_head_and_its_adam_state() {
         eps: 1e-8,
         weight_decay: 0.005,
         cautious: Some(CautiousMask::AboveZero),
+        fp32_state: false,
     };
     let (h, e) = (head.tensor.shallow_clone(), embed.tensor.shallow_clone());
     let mut adam = DistAdam::new(vec![head, embed], cfg).unwrap();

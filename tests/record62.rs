@@ -1,13 +1,15 @@
 //! The techniques of upstream #55-#62 (record #62's span), each against hand-derived or float64
 //! values.
+mod common;
+
 use tch::{nn, Device, Kind, Tensor};
 use trainer::dist::single::Single;
-use trainer::model::params::{Group, Opt, Param, ParamSet};
+use trainer::model::params::{Group, Groups, Opt, Param, ParamSet};
 use trainer::model::scalars::ScalarBank;
 use trainer::model::single_skip::SingleSkip;
 use trainer::model::value_gate::ValueGate;
 use trainer::optim::dist_adam::{AdamConfig, DistAdam};
-use trainer::recipe::CautiousMask;
+use trainer::recipe::{CautiousMask, Scale};
 
 fn sigmoid(x: f64) -> f64 {
     1.0 / (1.0 + (-x).exp())
@@ -101,6 +103,7 @@ fn adam_decay_scales_with_wd_mul() {
         eps: 1e-10,
         weight_decay: 0.005,
         cautious: Some(CautiousMask::AboveZero),
+        fp32_state: false,
     };
     let mut adam = DistAdam::new(vec![param(1.0), param(150.0)], cfg).unwrap();
     for p in adam.params() {
@@ -110,4 +113,52 @@ fn adam_decay_scales_with_wd_mul() {
     let (a, b) = (&adam.params()[0].tensor, &adam.params()[1].tensor);
     let want = &p0 * (0.01 * 0.01 * 0.005 * 149.0);
     assert!((a - b).allclose(&want, 0.0, 4e-7, false), "{:?}", a - b); // fp32 rounding of p
+}
+
+/// #56: the attention and value-embedding gates leave Muon for Adam (lr_mul 1, decaying).
+#[test]
+fn gates_move_to_adam() {
+    let gates = |lines: &str| {
+        let r = common::record_with(54, lines, Scale::Lab);
+        let (_, params, _vs) = common::build(&r);
+        let gates: Vec<Opt> = params
+            .iter()
+            .filter(|p| p.name.ends_with("attn.gate") || p.name.ends_with("ve_gate"))
+            .map(|p| p.group.opt)
+            .collect();
+        assert!(gates.len() >= 4, "{gates:?}");
+        gates
+    };
+    let before = gates("ve_gate = 12");
+    assert!(before.iter().all(|&o| o == Opt::Muon));
+    let after = gates("ve_gate = 12\ngates_in_adam = true");
+    assert!(after.iter().all(|&o| o == Opt::Adam));
+    let g = Groups::new(&common::record_with(54, "gates_in_adam = true", Scale::Lab)).gate;
+    assert_eq!((g.lr_mul, g.decay, g.wd_mul), (1.0, true, 1.0));
+}
+
+/// #56: Adam's moments of a bf16 parameter are fp32: the first step's m is (1 − β1)·g in fp32,
+/// which a bf16 m would round.
+#[test]
+fn adam_moments_are_fp32() {
+    let g = Tensor::from_slice(&[0.1234567f32, -0.7654321, 0.333, 1e-3]);
+    let tensor = Tensor::zeros([4], (Kind::BFloat16, Device::Cpu)).set_requires_grad(true);
+    let p = Param { name: "p".into(), tensor, group: Group::new(Opt::Adam, 1.0) };
+    (&p.tensor.to_kind(Kind::Float) * &g).sum(Kind::Float).backward();
+    let cfg = AdamConfig {
+        lr: 0.01,
+        beta1: 0.9,
+        beta2: 0.95,
+        eps: 1e-10,
+        weight_decay: 0.0,
+        cautious: None,
+        fp32_state: true,
+    };
+    let mut adam = DistAdam::new(vec![p], cfg).unwrap();
+    adam.step(&mut Single, 1.0).unwrap();
+    let saved = adam.save(); // [t, m, v]
+    assert_eq!(saved[1].kind(), Kind::Float);
+    let want = g.to_kind(Kind::BFloat16).to_kind(Kind::Float) * (1.0 - 0.9); // of the bf16 grad
+    assert!(saved[1].equal(&want), "{:?} vs {want:?}", saved[1]);
+    assert!(!want.to_kind(Kind::BFloat16).to_kind(Kind::Float).equal(&want), "bf16 would round");
 }

@@ -87,8 +87,8 @@ pub struct Groups {
     /// 2; #48: c_fc 1, c_proj 2).
     pub c_fc: Group,
     pub c_proj: Group,
-    /// The small gates' matrices (attention and value-embedding gates): Muon, bf16 on CUDA
-    /// with bf16_linears.
+    /// The small gates' matrices (attention and value-embedding gates): Muon (Adam from
+    /// upstream #56), bf16 on CUDA with bf16_linears.
     pub gate: Group,
     /// The skip's gate on x0 (upstream #55): Adam, its own lr multiplier, no decay.
     pub skip_gate: Group,
@@ -134,8 +134,9 @@ impl Groups {
         };
         let embed = Group { storage: embed_storage, ..fp32(Opt::Adam, mul(|m| m.embed), true) };
         let scalar_opt = if r.scalar_betas.is_some() { Opt::ScalarAdam } else { Opt::Adam };
-        let gate =
-            Group { storage: linear_storage, role: Role::Gate, ..fp32(Opt::Muon, 1.0, true) };
+        // Upstream #56 moves the attention and value-embedding gates to Adam.
+        let gate_opt = if r.gates_in_adam { Opt::Adam } else { Opt::Muon };
+        let gate = Group { storage: linear_storage, role: Role::Gate, ..fp32(gate_opt, 1.0, true) };
         Groups {
             embed,
             value_embeds: Group { wd_mul: wd.map_or(1.0, |w| w.value_embeds), ..embed },

@@ -4,7 +4,7 @@
 //! grad of rows [r·n/W, (r+1)·n/W) and keeps Adam state for those rows only; update that shard;
 //! all-gather the shards back into the param. With t this optimizer's step count from 1:
 //! ```text
-//! m ← β1·m + (1−β1)·g,  v ← β2·v + (1−β2)·g²          (state in the param's dtype)
+//! m ← β1·m + (1−β1)·g,  v ← β2·v + (1−β2)·g²          (state in the param's dtype; fp32 from #56)
 //! p ← p·(1 − lr·lr_mul·wd) − lr·lr_mul·(√(1−β2ᵗ)/(1−β1ᵗ))·m/(√v + eps)
 //! ```
 //! Upstream #52 all-reduces the small params (fewer than 1,024 entries: scalars, gates,
@@ -38,6 +38,8 @@ pub struct AdamConfig {
     pub weight_decay: f64,
     /// Cautious, lr²-coupled weight decay (upstream #50; cautious_adam.rs).
     pub cautious: Option<CautiousMask>,
+    /// Moments in fp32 for every param (upstream #56); else in the param's dtype.
+    pub fp32_state: bool,
 }
 
 pub struct DistAdam {
@@ -77,7 +79,8 @@ impl DistAdam {
             ensure!(p.tensor.grad().defined(), "dist_adam: {} has no gradient", p.name);
         }
         if self.state.is_empty() {
-            self.state = self.params.iter().map(|p| shard_zeros(&p.tensor, world)).collect();
+            let fp32 = self.cfg.fp32_state;
+            self.state = self.params.iter().map(|p| shard_zeros(&p.tensor, world, fp32)).collect();
         }
         self.t += 1;
         let (b1, b2, eps) = (self.cfg.beta1, self.cfg.beta2, self.cfg.eps);
@@ -179,13 +182,14 @@ fn is_small(p: &Tensor) -> bool {
     p.numel() < 1024
 }
 
-/// Zero Adam state for one rank's rows of `p`: [n/W, ...] (all rows when small) in `p`'s
-/// dtype and device.
-fn shard_zeros(p: &Tensor, world: i64) -> (Tensor, Tensor) {
+/// Zero Adam state for one rank's rows of `p`: [n/W, ...] (all rows when small) on `p`'s
+/// device, in fp32 or `p`'s dtype.
+fn shard_zeros(p: &Tensor, world: i64, fp32: bool) -> (Tensor, Tensor) {
     let mut shape = p.size();
     if !is_small(p) {
         shape[0] /= world;
     }
-    let z = || Tensor::zeros(shape.as_slice(), (p.kind(), p.device()));
+    let kind = if fp32 { Kind::Float } else { p.kind() };
+    let z = || Tensor::zeros(shape.as_slice(), (kind, p.device()));
     (z(), z())
 }

@@ -64,6 +64,7 @@ impl Optimizer {
             eps: r.eps,
             weight_decay: r.weight_decay,
             cautious: r.adam_cautious_wd,
+            fp32_state: r.adam_fp32_state,
         };
         let scalars = match r.scalar_betas {
             Some([beta1, beta2]) => {

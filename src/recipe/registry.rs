@@ -145,6 +145,8 @@ pub const REGISTRY: &[Technique] = &[
     },
     technique("lr_mul", &[24, 42, 48, 52, 55], &["muon"]),
     technique("wd_mul", &[55], &["muon"]),
+    technique("gates_in_adam", &[56], &["attn_gate", "muon"]),
+    technique("adam_fp32_state", &[56], &["muon"]),
     technique("adam_every", &[39], &["muon"]),
     technique("adam_cautious_wd", &[50, 53], &["muon"]),
     technique("scalar_betas", &[52], &["muon"]),

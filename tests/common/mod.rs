@@ -92,8 +92,13 @@ pub fn ranks<T: Send>(
 
 /// Record #29's manifest with `lines` added to its `[recipe]` (replacing keys of the same name).
 pub fn record_29_with(lines: &str, scale: Scale) -> Recipe {
-    let text =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/records/29.toml")).unwrap();
+    record_with(29, lines, scale)
+}
+
+/// Record `n`'s manifest with `lines` (TOML `key = value`) replacing or adding recipe keys.
+pub fn record_with(n: u32, lines: &str, scale: Scale) -> Recipe {
+    let path = format!("{}/records/{n:02}.toml", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(path).unwrap();
     let keys: Vec<&str> =
         lines.lines().filter_map(|l| l.split('=').next()).map(str::trim).collect();
     let kept: Vec<&str> = text
