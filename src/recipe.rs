@@ -200,6 +200,13 @@ pub struct Recipe {
     /// Muon (upstream #56).
     #[serde(default)]
     pub gates_in_adam: bool,
+    /// Adam's betas per kind of parameter, all in one Adam (upstream #57).
+    #[serde(default)]
+    pub adam_betas: Option<AdamBetas>,
+    /// The block matrices (QKVO, c_fc, c_proj) stored in bf16 on CUDA, Muon updating their
+    /// fp32 value through a 16-bit mantissa buffer (upstream #57; src/optim/mantissa.rs).
+    #[serde(default)]
+    pub bf16_matrices: bool,
     /// Adam keeps its moments in fp32 whatever the parameter's dtype (upstream #56; before,
     /// bf16 parameters had bf16 moments).
     #[serde(default)]

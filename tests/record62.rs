@@ -9,6 +9,8 @@ use trainer::model::scalars::ScalarBank;
 use trainer::model::single_skip::SingleSkip;
 use trainer::model::value_gate::ValueGate;
 use trainer::optim::dist_adam::{AdamConfig, DistAdam};
+use trainer::optim::mantissa;
+use trainer::optim::muon::{Muon, MuonConfig};
 use trainer::recipe::{CautiousMask, Scale};
 
 fn sigmoid(x: f64) -> f64 {
@@ -161,4 +163,120 @@ fn adam_moments_are_fp32() {
     let want = g.to_kind(Kind::BFloat16).to_kind(Kind::Float) * (1.0 - 0.9); // of the bf16 grad
     assert!(saved[1].equal(&want), "{:?} vs {want:?}", saved[1]);
     assert!(!want.to_kind(Kind::BFloat16).to_kind(Kind::Float).equal(&want), "bf16 would round");
+}
+
+/// #57: an fp32 number is its bf16 top half (truncated towards zero, not rounded) and an int16
+/// bottom half; joined back it is the same bits, for normal, tiny, negative and large values.
+#[test]
+fn mantissa_split_and_join_round_trip() {
+    let xs = [1.0f32, -1.0, 0.1, -0.3333333, 1e-38, -2.5e-40, 3.0e38, 1.0 + 2f32.powi(-20), 0.0];
+    let x = Tensor::from_slice(&xs);
+    let (hi, lo) = mantissa::split(&x);
+    assert_eq!((hi.kind(), lo.kind()), (Kind::BFloat16, Kind::Int16));
+    let hi32 = Vec::<f32>::try_from(hi.to_kind(Kind::Float)).unwrap();
+    for (h, x) in hi32.iter().zip(xs) {
+        assert_eq!(h.to_bits(), x.to_bits() & 0xFFFF_0000, "{x}: the top 16 bits");
+        assert!(h.abs() <= x.abs(), "{x}: truncated towards zero");
+    }
+    let back = Vec::<f32>::try_from(mantissa::join(&hi, &lo)).unwrap();
+    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&back), bits(&xs));
+}
+
+/// #57: Muon steps far below a bf16 weight's resolution (lr 1e-4 on weights near 1, whose bf16
+/// spacing is 2⁻⁷) still add up through the mantissa: the fp32 value moves as an fp32 weight's
+/// would, and the bf16 weight is its truncation.
+#[test]
+fn muon_keeps_small_updates_of_bf16_weights() {
+    let cfg = MuonConfig {
+        lr: 1e-4,
+        weight_decay: 0.0,
+        ns_steps: 5,
+        orthogonalizer: Default::default(),
+        beta2: None,
+        cautious_wd: false,
+        gate_rows: false,
+        kind: Kind::Float,
+    };
+    let start = (pattern(64, 0.3) * 0.01 + 1.0).view([8, 8]).to_kind(Kind::Float);
+    let param = |kind: Kind| Param {
+        name: format!("{kind:?}"),
+        tensor: start.to_kind(kind).copy().set_requires_grad(true),
+        group: Group::new(Opt::Muon, 1.0),
+    };
+    let (bf, fp) = (param(Kind::BFloat16), param(Kind::Float));
+    let start_bf = bf.tensor.detach().copy();
+    let (tb, tf) = (bf.tensor.shallow_clone(), fp.tensor.shallow_clone());
+    let mut muon_bf = Muon::new(vec![bf], cfg).unwrap();
+    let mut muon_fp = Muon::new(vec![fp], cfg).unwrap();
+    tch::manual_seed(1);
+    let g = Tensor::randn([8, 8], (Kind::Double, Device::Cpu)); // full rank: a stable update
+    for _ in 0..20 {
+        for (muon, t) in [(&mut muon_bf, &tb), (&mut muon_fp, &tf)] {
+            (t.to_kind(Kind::Double) * &g).sum(Kind::Double).backward();
+            muon.step(&mut Single, 1.0, 0.9).unwrap();
+            let _ = t.grad().zero_();
+        }
+    }
+    let saved = muon_bf.save(); // [buf, second, mantissa]
+    let joined = mantissa::join(&tb, &saved[2]);
+    let moved = (&joined - start_bf.to_kind(Kind::Float)).abs().max().double_value(&[]);
+    assert!(moved > 3e-4, "the fp32 value moved ({moved})");
+    // The bf16 start differs from the fp32 one, so compare the distance travelled.
+    let (d_bf, d_fp) = (&joined - start_bf.to_kind(Kind::Float), &tf - &start);
+    (&d_bf - &d_fp).abs().max().print();
+    d_fp.abs().max().print();
+    assert!(d_bf.allclose(&d_fp, 0.02, 2e-5, false), "{d_bf:?} vs {d_fp:?}");
+    assert!(tb.to_kind(Kind::Float).equal(&mantissa::split(&joined).0.to_kind(Kind::Float)));
+}
+
+/// #57: each parameter's own betas: two Adam steps against float64, for two groups.
+#[test]
+fn adam_uses_each_parameters_betas() {
+    let betas = [[0.5, 0.95], [0.9, 0.99]];
+    let params: Vec<Param> = betas
+        .iter()
+        .map(|&b| Param {
+            name: format!("{b:?}"),
+            tensor: Tensor::zeros([3], (Kind::Float, Device::Cpu)).set_requires_grad(true),
+            group: Group { betas: Some(b), ..Group::new(Opt::Adam, 1.0) },
+        })
+        .collect();
+    let cfg = AdamConfig {
+        lr: 0.01,
+        beta1: 0.65,
+        beta2: 0.95,
+        eps: 1e-10,
+        weight_decay: 0.0,
+        cautious: None,
+        fp32_state: true,
+    };
+    let mut adam = DistAdam::new(params, cfg).unwrap();
+    let grads = [[0.3, -0.2, 0.05], [-0.1, 0.4, 0.05]];
+    for g in grads {
+        for p in adam.params() {
+            let g = Tensor::from_slice(&g).to_kind(Kind::Float);
+            (&p.tensor * g).sum(Kind::Float).backward();
+        }
+        adam.step(&mut Single, 1.0).unwrap();
+        for p in adam.params() {
+            let _ = p.tensor.grad().zero_();
+        }
+    }
+    for (p, [b1, b2]) in adam.params().iter().zip(betas) {
+        let (mut m, mut v, mut x) = ([0.0f64; 3], [0.0f64; 3], [0.0f64; 3]);
+        for (t, g) in grads.iter().enumerate() {
+            let bias =
+                (1.0 - f64::powi(b2, t as i32 + 1)).sqrt() / (1.0 - f64::powi(b1, t as i32 + 1));
+            for j in 0..3 {
+                m[j] = b1 * m[j] + (1.0 - b1) * g[j];
+                v[j] = b2 * v[j] + (1.0 - b2) * g[j] * g[j];
+                x[j] -= 0.01 * bias * m[j] / (v[j].sqrt() + 1e-10);
+            }
+        }
+        let got = Vec::<f64>::try_from(p.tensor.to_kind(Kind::Double)).unwrap();
+        for j in 0..3 {
+            assert!((got[j] - x[j]).abs() < 1e-6, "{}: {got:?} vs {x:?}", p.name);
+        }
+    }
 }

@@ -51,13 +51,16 @@ pub struct Group {
     pub decay: bool,
     /// Multiplies the optimizer's weight decay where it applies (upstream #55's `wd_mul`).
     pub wd_mul: f64,
+    /// Adam's (β1, β2) for this parameter (upstream #57); None: the optimizer's.
+    pub betas: Option<[f64; 2]>,
     pub storage: Storage,
 }
 
 impl Group {
     /// Stored in fp32, decaying at the optimizer's rate, no special role.
     pub fn new(opt: Opt, lr_mul: f64) -> Group {
-        Group { opt, role: Role::Plain, lr_mul, decay: true, wd_mul: 1.0, storage: Storage::Fp32 }
+        let storage = Storage::Fp32;
+        Group { opt, role: Role::Plain, lr_mul, decay: true, wd_mul: 1.0, betas: None, storage }
     }
 }
 
@@ -125,11 +128,19 @@ impl Groups {
         let mul = |f: fn(&crate::recipe::LrMul) -> f64| r.lr_mul.as_ref().map_or(1.0, f);
         let embed_storage = if r.bf16_embeddings { Storage::Bf16OnCuda } else { Storage::Fp32 };
         let linear_storage = if r.bf16_linears { Storage::Bf16OnCuda } else { Storage::Fp32 };
+        // Upstream #57 stores the block matrices in bf16 too (Muon keeps their mantissas).
+        let matrix_storage = if r.bf16_matrices { Storage::Bf16OnCuda } else { Storage::Fp32 };
+        let muon_mul = |f: fn(&crate::recipe::LrMul) -> Option<f64>| {
+            r.lr_mul.as_ref().and_then(f).unwrap_or(1.0)
+        };
         // Upstream #55 decays the value embeddings 5x and the head (with the embedding) 150x.
         let wd = r.wd_mul.as_ref();
+        // Upstream #57's betas per kind of parameter.
+        let betas = |f: fn(&crate::recipe::AdamBetas) -> [f64; 2]| r.adam_betas.as_ref().map(f);
         let head = Group {
             storage: linear_storage,
             wd_mul: wd.map_or(1.0, |w| w.head),
+            betas: betas(|b| b.head),
             ..fp32(Opt::Adam, mul(|m| m.head), true)
         };
         let embed = Group { storage: embed_storage, ..fp32(Opt::Adam, mul(|m| m.embed), true) };
@@ -139,27 +150,42 @@ impl Groups {
         let gate = Group { storage: linear_storage, role: Role::Gate, ..fp32(gate_opt, 1.0, true) };
         Groups {
             embed,
-            value_embeds: Group { wd_mul: wd.map_or(1.0, |w| w.value_embeds), ..embed },
+            value_embeds: Group {
+                wd_mul: wd.map_or(1.0, |w| w.value_embeds),
+                betas: betas(|b| b.value_embeds),
+                ..embed
+            },
             head: Group { role: Role::Head, ..head },
             late_embed: Group { role: Role::LateEmbed, ..head },
             gate,
             // Upstream #50 turns on Adam's weight decay but not for the scalars (wd_mul 0);
             // Adam's decay was 0 before, so the flag is theirs from the start.
             scalars: fp32(scalar_opt, mul(|m| m.scalars), false),
-            x0: fp32(Opt::Adam, mul(|m| m.scalars), false),
+            x0: Group {
+                betas: betas(|b| b.x0_lambdas),
+                ..fp32(Opt::Adam, mul(|m| m.scalars), false)
+            },
             // Upstream #52 moves the smear gate to Adam at lr_mul 0.01, without decay.
             smear: match r.lr_mul.as_ref().and_then(|m| m.smear_gate) {
-                Some(lr_mul) => Group { storage: linear_storage, ..fp32(Opt::Adam, lr_mul, false) },
+                Some(lr_mul) => Group {
+                    storage: linear_storage,
+                    betas: betas(|b| b.gates),
+                    ..fp32(Opt::Adam, lr_mul, false)
+                },
                 None => gate,
             },
             skip_gate: Group {
                 storage: linear_storage,
+                betas: betas(|b| b.gates),
                 ..fp32(Opt::Adam, r.lr_mul.as_ref().and_then(|m| m.skip_gate).unwrap_or(1.0), false)
             },
             hidden: fp32(Opt::Muon, 1.0, true),
-            qkvo: Group { role: Role::Qkvo, ..fp32(Opt::Muon, 1.0, true) },
-            c_fc: fp32(Opt::Muon, r.lr_mul.as_ref().and_then(|m| m.c_fc).unwrap_or(1.0), true),
-            c_proj: fp32(Opt::Muon, r.lr_mul.as_ref().and_then(|m| m.c_proj).unwrap_or(1.0), true),
+            qkvo: Group { role: Role::Qkvo, storage: matrix_storage, ..fp32(Opt::Muon, 1.0, true) },
+            c_fc: Group { storage: matrix_storage, ..fp32(Opt::Muon, muon_mul(|m| m.c_fc), true) },
+            c_proj: Group {
+                storage: matrix_storage,
+                ..fp32(Opt::Muon, muon_mul(|m| m.c_proj), true)
+            },
             vector: fp32(Opt::Adam, 1.0, true),
         }
     }

@@ -83,8 +83,7 @@ impl DistAdam {
             self.state = self.params.iter().map(|p| shard_zeros(&p.tensor, world, fp32)).collect();
         }
         self.t += 1;
-        let (b1, b2, eps) = (self.cfg.beta1, self.cfg.beta2, self.cfg.eps);
-        let bias = (1.0 - b2.powi(self.t)).sqrt() / (1.0 - b1.powi(self.t));
+        let eps = self.cfg.eps;
         tch::no_grad(|| {
             for (p, (m, v)) in self.params.iter().zip(&mut self.state) {
                 // The untied embedding has no gradient before the untie (upstream: no hook
@@ -111,6 +110,9 @@ impl DistAdam {
                     }
                 };
                 let g = g.to_kind(Kind::Float);
+                // The param's own betas (upstream #57) or the optimizer's.
+                let [b1, b2] = p.group.betas.unwrap_or([self.cfg.beta1, self.cfg.beta2]);
+                let bias = (1.0 - b2.powi(self.t)).sqrt() / (1.0 - b1.powi(self.t));
                 let m32 = m.to_kind(Kind::Float) * b1 + &g * (1.0 - b1);
                 let v32 = v.to_kind(Kind::Float) * b2 + &g * &g * (1.0 - b2);
                 m.f_copy_(&m32)?;

@@ -3,6 +3,7 @@ pub mod adamw;
 pub mod cautious_adam;
 pub mod cautious_wd;
 pub mod dist_adam;
+pub mod mantissa;
 pub mod muon;
 pub mod newton_schulz;
 pub mod normuon;

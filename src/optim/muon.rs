@@ -25,7 +25,7 @@
 //! smallest first) decide which rank orthogonalizes which matrix and how much padding the
 //! collectives carry, not the update, which is the same per parameter.
 use super::newton_schulz::orthogonalize;
-use super::{cautious_wd, normuon, polar_express};
+use super::{cautious_wd, mantissa, normuon, polar_express};
 use crate::dist::{Collectives, Op};
 use crate::model::params::{Param, Role};
 use crate::recipe::Orthogonalizer;
@@ -58,6 +58,9 @@ pub struct Muon {
     bufs: Vec<Option<Tensor>>,
     /// NorMuon's second moment (fp32, [.., 1, cols]) of each param this rank owns.
     seconds: Vec<Option<Tensor>>,
+    /// The low 16 bits of each bf16 param's fp32 value (upstream #57; mantissa.rs); None for
+    /// the others.
+    mantissas: Vec<Option<Tensor>>,
 }
 
 impl Muon {
@@ -73,7 +76,14 @@ impl Muon {
         }
         let bufs = params.iter().map(|_| None).collect();
         let seconds = params.iter().map(|_| None).collect();
-        Ok(Muon { params, groups, cfg, bufs, seconds })
+        let mantissas = params
+            .iter()
+            .map(|p| {
+                let t = &p.tensor;
+                (t.kind() == Kind::BFloat16).then(|| t.zeros_like().to_kind(Kind::Int16))
+            })
+            .collect();
+        Ok(Muon { params, groups, cfg, bufs, seconds, mantissas })
     }
 
     pub fn params(&self) -> &[Param] {
@@ -179,42 +189,59 @@ impl Muon {
         o.to_kind(self.params[i].tensor.kind()) * eff_lr
     }
 
-    /// Decays param `i` (when its group decays) and subtracts `update`.
+    /// Decays param `i` (when its group decays) and subtracts `update`; a bf16 param with its
+    /// mantissa, in fp32 (upstream #57).
     fn apply(&self, i: usize, lr: f64, update: &Tensor) -> Result<()> {
         let param = &self.params[i];
-        let wd = if param.group.decay { self.cfg.weight_decay } else { 0.0 };
-        let mut p = param.tensor.shallow_clone();
+        let Some(lo) = &self.mantissas[i] else {
+            return self.decay_and_update(i, lr, &mut param.tensor.shallow_clone(), update);
+        };
+        let mut p32 = mantissa::join(&param.tensor, lo);
+        self.decay_and_update(i, lr, &mut p32, &update.to_kind(Kind::Float))?;
+        let (hi, low) = mantissa::split(&p32);
+        param.tensor.shallow_clone().f_copy_(&hi)?;
+        lo.shallow_clone().f_copy_(&low)?;
+        Ok(())
+    }
+
+    fn decay_and_update(&self, i: usize, lr: f64, p: &mut Tensor, update: &Tensor) -> Result<()> {
+        let group = &self.params[i].group;
+        let wd = if group.decay { self.cfg.weight_decay } else { 0.0 };
         if self.cfg.cautious_wd {
-            let eff_lr = lr * param.group.lr_mul * shape_factor(&p.size());
-            return cautious_wd::step(&mut p, update, eff_lr * lr * wd);
+            let eff_lr = lr * group.lr_mul * shape_factor(&p.size());
+            return cautious_wd::step(p, update, eff_lr * lr * wd);
         }
         let _ = p.f_mul_scalar_(1.0 - lr * wd)?;
         let _ = p.f_sub_(update)?;
         Ok(())
     }
 
-    /// Deep copies of the state, two tensors per param: its momentum buffer and NorMuon's
-    /// second moment, each an empty tensor where this rank holds none. Upstream saves around
-    /// its untimed warmup steps.
+    /// Deep copies of the state, three tensors per param: its momentum buffer, NorMuon's
+    /// second moment and the mantissa, each an empty tensor where this rank holds none.
+    /// Upstream saves around its untimed warmup steps.
     pub fn save(&self) -> Vec<Tensor> {
         let none = || Tensor::zeros([0], (Kind::Float, tch::Device::Cpu));
         let copy = |b: &Option<Tensor>| b.as_ref().map_or_else(none, Tensor::copy);
-        self.bufs.iter().zip(&self.seconds).flat_map(|(b, s)| [copy(b), copy(s)]).collect()
+        let state = self.bufs.iter().zip(&self.seconds).zip(&self.mantissas);
+        state.flat_map(|((b, s), m)| [copy(b), copy(s), copy(m)]).collect()
     }
 
     /// Puts back what [`Muon::save`] returned.
     pub fn restore(&mut self, saved: &[Tensor]) -> Result<()> {
-        if saved.len() != 2 * self.params.len() {
+        if saved.len() != 3 * self.params.len() {
             bail!("muon: restore got {} tensors for {} params", saved.len(), self.params.len());
         }
-        let state = self.bufs.iter_mut().zip(self.seconds.iter_mut());
-        for ((buf, second), (s, p)) in state.zip(saved.chunks(2).zip(&self.params)) {
+        let state = self.bufs.iter_mut().zip(self.seconds.iter_mut()).zip(&self.mantissas);
+        for (((buf, second), lo), (s, p)) in state.zip(saved.chunks(3).zip(&self.params)) {
             *buf = match s[0].numel() {
                 0 => None,
                 _ if s[0].size() == p.tensor.size() => Some(s[0].copy()),
                 _ => bail!("muon: saved state {:?} does not fit {}", s[0].size(), p.name),
             };
             *second = (s[1].numel() > 0).then(|| s[1].copy());
+            if let Some(lo) = lo {
+                tch::no_grad(|| lo.shallow_clone().f_copy_(&s[2]))?;
+            }
         }
         Ok(())
     }

@@ -147,6 +147,8 @@ pub const REGISTRY: &[Technique] = &[
     technique("wd_mul", &[55], &["muon"]),
     technique("gates_in_adam", &[56], &["attn_gate", "muon"]),
     technique("adam_fp32_state", &[56], &["muon"]),
+    technique("adam_betas", &[57], &["muon"]),
+    technique("bf16_matrices", &[57], &["muon"]),
     technique("adam_every", &[39], &["muon"]),
     technique("adam_cautious_wd", &[50, 53], &["muon"]),
     technique("scalar_betas", &[52], &["muon"]),

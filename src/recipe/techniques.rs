@@ -204,6 +204,19 @@ pub struct LrMul {
     pub skip_gate: Option<f64>,
 }
 
+/// Adam's betas per kind of parameter (upstream #57), replacing the recipe's beta1 and beta2;
+/// the embedding shares the head's. The scalars keep `scalar_betas`: upstream #57 folds their
+/// Adam into the main one, which with the same lr, eps, decay and steps is the same update.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdamBetas {
+    pub head: [f64; 2],
+    pub value_embeds: [f64; 2],
+    pub x0_lambdas: [f64; 2],
+    /// The smear, skip, attention and value-embedding gates.
+    pub gates: [f64; 2],
+}
+
 /// Weight-decay multipliers on Adam's rate (upstream #55): the value embeddings', and the
 /// head's, which the input embedding shares.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
