@@ -121,7 +121,8 @@ pub struct Recipe {
     /// '.' none (upstream #14-#17: "012......012").
     #[serde(default)]
     pub value_embed_layers: Option<String>,
-    /// Attention per layer: 'L' long window, 'S' short, '-' none (upstream #17, #20).
+    /// Attention per layer: 'L' long window, 'S' short, 'P' short with paired heads
+    /// (upstream #58; src/model/paired_heads.rs), '-' none (upstream #17, #20).
     #[serde(default)]
     pub attn_layers: Option<String>,
     /// MLP per layer: 'M' or '-' none (upstream #30 drops layer 0's). A layer with neither
@@ -419,7 +420,7 @@ impl Recipe {
         }
         let l = self.n_layer;
         for (key, p, ok) in [
-            ("attn_layers", &self.attn_layers, "LS-"),
+            ("attn_layers", &self.attn_layers, "LSP-"),
             ("mlp_layers", &self.mlp_layers, "M-"),
             ("value_embed_layers", &self.value_embed_layers, ".0123456789"),
         ] {
@@ -449,6 +450,12 @@ impl Recipe {
                 "recipe: mtp = {w:?} needs 2 to {MTP_MAX} positive weights"
             );
         }
+        ensure!(
+            !self.attn_layers.as_ref().is_some_and(|a| a.contains('P'))
+                || self.n_head.is_multiple_of(2),
+            "recipe: paired heads ('P' in attn_layers) need an even n_head, got {}",
+            self.n_head
+        );
         ensure!(
             !(self.untied_head && self.head_embed.is_some()),
             "recipe: head_embed ties the embedding to the head; it needs untied_head = false"

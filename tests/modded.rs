@@ -30,7 +30,12 @@ fn close(a: &Tensor, b: &Tensor) -> f64 {
 /// by -t·f_j (upstream's sign).
 #[test]
 fn rotary_turns_each_pair_by_hand_computed_angles() {
-    let rot = Rotary::new(&recipe::Rotary { base: 1024.0, truncated: true }, 8, 16, Device::Cpu);
+    let rot = Rotary::new(
+        &recipe::Rotary { base: 1024.0, truncated: true, interleaved: false },
+        8,
+        16,
+        Device::Cpu,
+    );
     let x = Tensor::randn([1, 16, 1, 8], (Kind::Float, Device::Cpu));
     let y = rot.apply(&x).unwrap();
     let xv: Vec<f32> = Vec::try_from(x.reshape([-1])).unwrap();
@@ -57,7 +62,12 @@ fn rotary_turns_each_pair_by_hand_computed_angles() {
 
 #[test]
 fn standard_rotary_uses_base_to_the_minus_two_j_over_d() {
-    let rot = Rotary::new(&recipe::Rotary { base: 100.0, truncated: false }, 4, 3, Device::Cpu);
+    let rot = Rotary::new(
+        &recipe::Rotary { base: 100.0, truncated: false, interleaved: false },
+        4,
+        3,
+        Device::Cpu,
+    );
     // Pair 1 has f = 100^(-2/4) = 0.1; at t = 2 a unit x[1] becomes (cos 0.2, -sin 0.2).
     let x = Tensor::from_slice(&[0f32, 1.0, 0.0, 0.0]).view([1, 1, 1, 4]).repeat([1, 3, 1, 1]);
     let y = rot.apply(&x).unwrap();

@@ -35,7 +35,7 @@ fn mlp_layers_drop_the_mlp_of_layer_0() {
 /// frequency multipliers and softmax scales of the spec (§2.3, §2.5; float64 recomputation).
 #[test]
 fn yarn_matches_the_spec_after_each_window_growth() {
-    let rot = trainer::recipe::Rotary { base: 1024.0, truncated: true };
+    let rot = trainer::recipe::Rotary { base: 1024.0, truncated: true, interleaved: false };
     let cfg = trainer::recipe::Yarn { alpha: 1.0, beta: 32.0, scale_growth: 0.2 };
     let base = Rotary::freqs(&rot, 128);
     let yarn = Yarn::new(&cfg, base.clone(), (384, 0.1), (16, Device::Cpu, Kind::Float));

@@ -4,7 +4,10 @@ mod common;
 
 use tch::{nn, Device, Kind, Tensor};
 use trainer::dist::single::Single;
+use trainer::model::attend::Docs;
+use trainer::model::paired_heads;
 use trainer::model::params::{Group, Groups, Opt, Param, ParamSet};
+use trainer::model::rotary::Rotary;
 use trainer::model::scalars::ScalarBank;
 use trainer::model::single_skip::SingleSkip;
 use trainer::model::value_gate::ValueGate;
@@ -277,6 +280,101 @@ fn adam_uses_each_parameters_betas() {
         let got = Vec::<f64>::try_from(p.tensor.to_kind(Kind::Double)).unwrap();
         for j in 0..3 {
             assert!((got[j] - x[j]).abs() < 1e-6, "{}: {got:?} vs {x:?}", p.name);
+        }
+    }
+}
+
+fn rotary(interleaved: bool, d: i64, len: i64) -> Rotary {
+    let r = trainer::recipe::Rotary { base: 100.0, truncated: false, interleaved };
+    Rotary::new(&r, d, len, Device::Cpu)
+}
+
+/// #58: adjacent dims pair up: out[2j] = cos·x[2j] + sin·x[2j+1], out[2j+1] = cos·x[2j+1] −
+/// sin·x[2j] at θ = t·f_j; the same rotation as the halves' layout after moving dim 2j to j and
+/// 2j + 1 to j + D/2.
+#[test]
+fn interleaved_rotary_pairs_adjacent_dims() {
+    let (t, d) = (5i64, 8i64);
+    let x = pattern(t * d, 0.2).view([1, t, 1, d]).to_kind(Kind::Float);
+    let got = rotary(true, d, t).apply(&x).unwrap();
+    let f: Vec<f64> = (0..d / 2).map(|j| 100f64.powf(-2.0 * j as f64 / d as f64)).collect();
+    for pos in 0..t {
+        for j in 0..d / 2 {
+            let th = pos as f64 * f[j as usize];
+            let (a, b) =
+                (x.double_value(&[0, pos, 0, 2 * j]), x.double_value(&[0, pos, 0, 2 * j + 1]));
+            let want = [th.cos() * a + th.sin() * b, th.cos() * b - th.sin() * a];
+            for (k, w) in want.iter().enumerate() {
+                let g = got.double_value(&[0, pos, 0, 2 * j + k as i64]);
+                assert!((g - w).abs() < 1e-5, "t {pos} dim {}: {g} vs {w}", 2 * j + k as i64);
+            }
+        }
+    }
+    let to_halves: Vec<i64> =
+        (0..d / 2).map(|j| 2 * j).chain((0..d / 2).map(|j| 2 * j + 1)).collect();
+    let perm = Tensor::from_slice(&to_halves);
+    let halves = rotary(false, d, t).apply(&x.index_select(3, &perm)).unwrap();
+    assert!(halves.allclose(&got.index_select(3, &perm), 1e-6, 1e-6, false));
+}
+
+/// #58: paired-head attention against explicit float64 loops over the doubled sequence: head h
+/// of token t is row 2t + h/(H/2), slot h mod H/2, rotated at position 2t + h mod 2; a query row
+/// sees the rows of its document within `window` rows before it.
+#[test]
+fn paired_heads_match_an_explicit_reference() {
+    let (t, h, d) = (5i64, 4i64, 4i64);
+    let (window, scale) = (3i64, 0.7);
+    let mk = |seed: f64| pattern(t * h * d, seed).view([1, t, h, d]).to_kind(Kind::Float);
+    let (q, k, v) = (mk(0.1), mk(1.3), mk(2.9));
+    let docs = Docs::from_lengths(&[3, 2], Device::Cpu).unwrap(); // tokens 0-2, 3-4
+    let rot = rotary(true, d, 2 * t);
+    let got = paired_heads::attention((&q, &k, &v), &rot, &docs, (window, Some(scale))).unwrap();
+
+    let f: Vec<f64> = (0..d / 2).map(|j| 100f64.powf(-2.0 * j as f64 / d as f64)).collect();
+    let rope = |x: &Tensor, tok: i64, head: i64| -> Vec<f64> {
+        let pos = (2 * tok + head % 2) as f64;
+        let mut out = vec![0.0; d as usize];
+        for j in 0..(d / 2) as usize {
+            let (a, b) = (
+                x.double_value(&[0, tok, head, 2 * j as i64]),
+                x.double_value(&[0, tok, head, 2 * j as i64 + 1]),
+            );
+            let th = pos * f[j];
+            out[2 * j] = th.cos() * a + th.sin() * b;
+            out[2 * j + 1] = th.cos() * b - th.sin() * a;
+        }
+        out
+    };
+    let half = h / 2;
+    let head_at = |row: i64, slot: i64| (row / 2, (row % 2) * half + slot); // (token, head)
+    let doc = |tok: i64| if tok < 3 { 0 } else { 1 };
+    for tok in 0..t {
+        for head in 0..h {
+            let (row, slot) = (2 * tok + head / half, head % half);
+            let qr = rope(&q, tok, head);
+            let keys: Vec<i64> =
+                (0..=row).filter(|&r| r + window >= row && doc(r / 2) == doc(tok)).collect();
+            let scores: Vec<f64> = keys
+                .iter()
+                .map(|&r| {
+                    let (kt, kh) = head_at(r, slot);
+                    scale * qr.iter().zip(rope(&k, kt, kh)).map(|(a, b)| a * b).sum::<f64>()
+                })
+                .collect();
+            let max = scores.iter().cloned().fold(f64::MIN, f64::max);
+            let z: f64 = scores.iter().map(|s| (s - max).exp()).sum();
+            for j in 0..d {
+                let want: f64 = keys
+                    .iter()
+                    .zip(&scores)
+                    .map(|(&r, s)| {
+                        let (vt, vh) = head_at(r, slot);
+                        (s - max).exp() / z * v.double_value(&[0, vt, vh, j])
+                    })
+                    .sum();
+                let g = got.double_value(&[0, tok, head, j]);
+                assert!((g - want).abs() < 1e-5, "token {tok} head {head} dim {j}: {g} vs {want}");
+            }
         }
     }
 }

@@ -16,7 +16,7 @@
 //! B8 H6 T2048 D128), and record #1's numbers stay those of its original SDPA call.
 use crate::shim::{self, FlashOptions, Varlen};
 use anyhow::{bail, ensure, Context, Result};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use tch::{Device, Kind, Tensor};
 
 /// Documents packed into the flattened batch: document `i` spans tokens
@@ -31,6 +31,8 @@ pub struct Docs {
     /// The SDPA path's query blocks with their masks, built once per (causal, window, device)
     /// and shared by every layer and clone that attends over these documents.
     blocks: BlockCache,
+    /// These documents with every length doubled (paired-head attention), built once.
+    doubled: Arc<OnceLock<Docs>>,
 }
 
 type BlockKey = (bool, Option<i64>, Device);
@@ -80,7 +82,7 @@ impl Docs {
             bail!("document boundaries must not decrease, got {} after {}", w[1], w[0]);
         }
         let max_len = bounds.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
-        Ok(Docs { cu_seqlens, bounds, max_len, blocks: Arc::default() })
+        Ok(Docs { cu_seqlens, bounds, max_len, blocks: Arc::default(), doubled: Arc::default() })
     }
 
     /// Boundaries from document lengths, as an int32 tensor on `device`.
@@ -100,6 +102,19 @@ impl Docs {
 
     pub fn max_len(&self) -> i64 {
         self.max_len
+    }
+
+    /// The same documents over a sequence twice as long, each token two rows (upstream #58's
+    /// paired heads): every boundary doubled.
+    pub fn doubled(&self) -> Result<Docs> {
+        if let Some(d) = self.doubled.get() {
+            return Ok(d.clone());
+        }
+        let offsets: Vec<i32> = (self.bounds.iter().map(|&b| i32::try_from(2 * b)))
+            .collect::<Result<_, _>>()
+            .context("doubled document boundaries overflow int32")?;
+        let d = Docs::from_offsets(&offsets, self.cu_seqlens.device())?;
+        Ok(self.doubled.get_or_init(|| d).clone())
     }
 
     /// The document holding token `i`: its (start, end).
@@ -151,6 +166,7 @@ impl Clone for Docs {
             bounds: self.bounds.clone(),
             max_len: self.max_len,
             blocks: self.blocks.clone(),
+            doubled: self.doubled.clone(),
         }
     }
 }

@@ -120,6 +120,9 @@ impl Gpt {
         let value_lambdas =
             (r.attn_layers.as_ref()).map(|_| sa_lambdas::reserve(&mut scalars, l, r.sa_lambdas));
         let longest = (r.batch_rows * r.seq_len).max(r.val_seq_len.unwrap_or(0)) as i64;
+        // Paired heads (upstream #58) place each token at two positions.
+        let paired = r.attn_layers.as_ref().is_some_and(|a| a.contains('P'));
+        let longest = if paired { 2 * longest } else { longest };
         let head_dim = c / r.n_head as i64;
         let rope_kind = if r.bf16_rotary { compute } else { Kind::Float };
         if let Some(n) = r.smear {
@@ -140,7 +143,8 @@ impl Gpt {
                 let first = (w.schedule[0] * w.block) as i64;
                 let start = (first, r.attn_scale.unwrap_or(1.0 / (head_dim as f64).sqrt()));
                 let freqs = Rotary::freqs(rot, head_dim);
-                Rope::Yarn(Yarn::new(y, freqs, start, (longest, dev, rope_kind)))
+                let yarn = Yarn::new(y, freqs, start, (longest, dev, rope_kind));
+                Rope::Yarn(yarn.with_interleaved(rot.interleaved))
             }
             _ => Rope::Fixed(
                 Rotary::new(rot, head_dim, longest, dev).to_kind(rope_kind),
@@ -184,6 +188,7 @@ impl Gpt {
                             (rot, sa[i], w == 'L'),
                             g.qkvo,
                         );
+                        let a = if w == 'P' { a.paired() } else { a };
                         Attn::Windowed(match r.ve_gate {
                             Some(k) if ve_layers.get(i).is_some_and(char::is_ascii_digit) => {
                                 let name = format!("{n}.attn.ve_gate");

@@ -11,6 +11,7 @@ pub mod key_offset;
 pub mod mlp;
 pub mod mtp;
 pub mod norm;
+pub mod paired_heads;
 pub mod params;
 pub mod relu2_mlp;
 pub mod rotary;

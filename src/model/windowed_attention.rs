@@ -7,11 +7,13 @@
 //! - causal attention inside each document, within a sliding window of W tokens before the
 //!   query (W + 1 keys with itself), softmax scale from the recipe (upstream #12, #16, #20, #29);
 //! - from upstream #55 the value embedding gated per head and token (value_gate.rs);
+//! - from upstream #58 paired heads on some layers (paired_heads.rs);
 //! - a sparse gate per head and token: y <- y·σ(h[:g]·W_gᵀ) from the first g channels of the
 //!   normed input, zero-initialised so it starts at 0.5 (upstream #28).
 use super::attend::{attend, Docs, Pattern};
 use super::key_offset;
 use super::norm::rms_norm;
+use super::paired_heads;
 use super::params::{Group, ParamSet};
 use super::rotary::Rotary;
 use super::sa_lambdas::LayerLambdas;
@@ -31,6 +33,8 @@ pub struct WindowedAttention {
     lambdas: LayerLambdas,
     /// The long window of the step, or the short one.
     long: bool,
+    /// Paired heads over a doubled sequence (upstream #58; short-window layers).
+    paired: bool,
     /// Partial key offset (key_offset.rs), on long-window layers only.
     key_offset: bool,
     /// The value embedding's gate (upstream #55), on the layers that have one.
@@ -97,9 +101,15 @@ impl WindowedAttention {
             rope,
             lambdas,
             long,
+            paired: false,
             key_offset: cfg.key_offset && long,
             ve_gate: None,
         }
+    }
+
+    /// The layer attends with paired heads (upstream #58).
+    pub fn paired(self) -> WindowedAttention {
+        WindowedAttention { paired: true, key_offset: false, ..self }
     }
 
     /// The layer's value embedding passes `gate` first (upstream #55).
@@ -126,22 +136,28 @@ impl WindowedAttention {
         if let Some(eps) = self.qk_norm {
             (q, k) = (rms_norm(&q, eps), rms_norm(&k, eps));
         }
-        let (rotary, scale) = self.rope.at(yarn_window);
-        let (q, mut k) = (rotary.apply(&q)?, rotary.apply(&k)?);
-        if self.key_offset {
-            k = key_offset::shift_stationary(&k);
-        }
         let ve = ve.map(|ve| ve.view([b, t, nh, hd])); // [B, T, H, D]
         let ve = match (&self.ve_gate, ve) {
             (Some(g), Some(ve)) => Some(g.apply(h, &ve)),
             (_, ve) => ve,
         };
         v = self.lambdas.values(&v, ve.as_ref(), bank);
+        let (rotary, scale) = self.rope.at(yarn_window);
         let window = if self.long { windows.0 } else { windows.1 };
-        let pattern =
-            Pattern { causal: true, window: Some(window), docs: Some(docs.clone()), scale };
-        let bhtd = |x: &Tensor| x.transpose(1, 2);
-        let mut y = attend(&bhtd(&q), &bhtd(&k), &bhtd(&v), &pattern)?.transpose(1, 2); // [B, T, H, D]
+        let mut y = match self.paired {
+            true => paired_heads::attention((&q, &k, &v), &rotary, docs, (window, scale))?,
+            false => {
+                let (q, mut k) = (rotary.apply(&q)?, rotary.apply(&k)?);
+                if self.key_offset {
+                    k = key_offset::shift_stationary(&k);
+                }
+                let pattern =
+                    Pattern { causal: true, window: Some(window), docs: Some(docs.clone()), scale };
+                let bhtd = |x: &Tensor| x.transpose(1, 2);
+                attend(&bhtd(&q), &bhtd(&k), &bhtd(&v), &pattern)?.transpose(1, 2)
+                // [B, T, H, D]
+            }
+        };
         if let Some(g) = &self.gate {
             let n = g.size()[1];
             let gate = h.narrow(2, 0, n).linear(&g.to_kind(h.kind()), None::<Tensor>).sigmoid(); // [B, T, H]

@@ -35,6 +35,8 @@ struct Base {
     max_len: i64,
     device: Device,
     kind: Kind,
+    /// Rotary's pairs are adjacent dims (upstream #58).
+    interleaved: bool,
 }
 
 struct State {
@@ -53,9 +55,16 @@ impl Yarn {
         (window, scale): (i64, f64),
         (max_len, device, kind): (i64, Device, Kind),
     ) -> Yarn {
-        let base = Base { freqs, window, scale, max_len, device, kind };
+        let base = Base { freqs, window, scale, max_len, device, kind, interleaved: false };
         let state = Arc::new(Mutex::new(State::base(&base)));
         Yarn { cfg: cfg.clone(), base, state }
+    }
+
+    /// The same, its tables pairing adjacent dims (upstream #58).
+    pub fn with_interleaved(self, interleaved: bool) -> Yarn {
+        let base = Base { interleaved, ..self.base };
+        let state = Arc::new(Mutex::new(State::base(&base)));
+        Yarn { base, state, ..self }
     }
 
     /// Rotary tables and softmax scale for a step whose long window is `window` tokens.
@@ -82,7 +91,8 @@ impl Yarn {
 
 impl Base {
     fn tables(&self, freqs: &[f32]) -> Rotary {
-        Rotary::from_freqs(freqs, self.max_len, self.device).to_kind(self.kind)
+        let r = Rotary::from_freqs(freqs, self.max_len, self.device).to_kind(self.kind);
+        r.with_interleaved(self.interleaved)
     }
 }
 

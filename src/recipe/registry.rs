@@ -94,7 +94,7 @@ pub const REGISTRY: &[Technique] = &[
     technique("zero_proj", &[5], &[]),
     technique("untied_head", &[8], &[]),
     technique("head_embed", &[51, 53, 54], &["muon"]),
-    technique("rotary", &[2, 17], MODERN),
+    technique("rotary", &[2, 17, 58], MODERN),
     technique("x0_lambdas", &[9], MODERN),
     technique("unet", &[11], MODERN),
     technique("skip_gate", &[32], &[]),
@@ -106,7 +106,7 @@ pub const REGISTRY: &[Technique] = &[
     Technique { lab: Lab::Layers, ..technique("value_embed_layers", &[14, 15, 17], MODERN) },
     Technique {
         lab: Lab::Layers,
-        ..technique("attn_layers", &[17, 20], &["rotary", "windows", "loader"])
+        ..technique("attn_layers", &[17, 20, 58], &["rotary", "windows", "loader"])
     },
     Technique { lab: Lab::Layers, ..technique("mlp_layers", &[30, 35], &[]) },
     Technique {

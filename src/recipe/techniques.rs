@@ -44,6 +44,10 @@ pub struct Rotary {
     /// Upstream #17: only head_dim/4 frequencies, spread from 1 to 1/base; the other quarter of
     /// the pairs is left unrotated (frequency 0).
     pub truncated: bool,
+    /// Upstream #58: pairs are adjacent dims (x[2j], x[2j + 1]), so the rotated dims come
+    /// first (0..D/2) and the unrotated ones last; before, pairs were (x[j], x[j + D/2]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interleaved: bool,
 }
 
 /// Logit softcap in the sigmoid form of upstream #19: z -> cap·σ((z + shift)/temperature).
