@@ -1,6 +1,12 @@
 //! The MLP of upstream #5 on: C -> 4C -> relu(x)^2 -> C, no biases. Both matrices are stored
 //! as [C, 4C] (upstream #27 stores c_fc transposed), so Muon batches all 2L of them as one
 //! shape; from upstream #48 both are stored tall, [4C, C] (`tall_matrices`).
+//!
+//! Upstream #59 fuses x·c_fcᵀ, the relu and the square into one Triton GEMM whose epilogue
+//! writes both pre = x·c_fcᵀ and post = relu(pre)² (bf16), and a backward kernel that multiplies
+//! the incoming gradient by 2·relu(pre) as it leaves the matmul: one pass over the [T, 4C]
+//! activations instead of three. The math and the saved tensors are the same, so ours stays
+//! libtorch's linear, relu and square, and autograd saves what it needs (pre's relu, post).
 use super::params::{Group, ParamSet};
 use tch::Tensor;
 
