@@ -1,6 +1,12 @@
 //! The head: the final norm, the output matrix (the tied embedding, or its own zero-initialised
 //! lm_head from upstream #8), FP8 in training (upstream #19), the softcap (#19's sigmoid form),
 //! and the cross-entropy over the vocabulary (record #1) or over every padded logit (#5 on).
+//!
+//! Upstream #60 computes the softcap and the (multi-token) cross-entropy in one Triton kernel
+//! per row: it reads the bf16 logits once, softcaps and takes the log-sum-exp in fp32, and its
+//! backward recomputes the sigmoid instead of saving the [N, V] softcapped logits. Before it
+//! (from #37) training's softcap and cross-entropy ran in bf16. Ours is the same math in libtorch
+//! ops: with `bf16_loss` off the logits go to fp32 before the softcap.
 use super::fp8_head::{fp8_linear, Fp8Scales};
 use super::mtp;
 use super::norm::Norm;
