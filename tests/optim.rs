@@ -114,6 +114,7 @@ fn muon_cfg(lr: f64, weight_decay: f64) -> MuonConfig {
         beta2: None,
         cautious_wd: false,
         gate_rows: false,
+        qkvo_square: false,
         kind: Kind::Float,
     }
 }

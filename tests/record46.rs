@@ -242,6 +242,7 @@ fn cautious_weight_decay_spares_entries_the_update_grows() {
         beta2: Some(0.95),
         cautious_wd: true,
         gate_rows: false,
+        qkvo_square: false,
         kind: Kind::Float,
     };
     let mut muon = Muon::new(vec![param], cfg).unwrap();

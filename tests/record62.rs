@@ -6,7 +6,7 @@ use tch::{nn, Device, Kind, Tensor};
 use trainer::dist::single::Single;
 use trainer::model::attend::Docs;
 use trainer::model::paired_heads;
-use trainer::model::params::{Group, Groups, Opt, Param, ParamSet};
+use trainer::model::params::{Group, Groups, Opt, Param, ParamSet, Role};
 use trainer::model::rotary::Rotary;
 use trainer::model::scalars::ScalarBank;
 use trainer::model::single_skip::SingleSkip;
@@ -199,6 +199,7 @@ fn muon_keeps_small_updates_of_bf16_weights() {
         beta2: None,
         cautious_wd: false,
         gate_rows: false,
+        qkvo_square: false,
         kind: Kind::Float,
     };
     let start = (pattern(64, 0.3) * 0.01 + 1.0).view([8, 8]).to_kind(Kind::Float);
@@ -377,4 +378,37 @@ fn paired_heads_match_an_explicit_reference() {
             }
         }
     }
+}
+
+/// #61: a tall QKVO weight's Muon step is half as long with its lr factor taken from one C x C
+/// matrix (1) instead of the [4C, C] (√4 = 2); an MLP matrix of the same shape keeps 2.
+#[test]
+fn qkvo_takes_its_square_matrices_lr() {
+    let cfg = |qkvo_square| MuonConfig {
+        lr: 0.02,
+        weight_decay: 0.0,
+        ns_steps: 5,
+        orthogonalizer: Default::default(),
+        beta2: None,
+        cautious_wd: false,
+        gate_rows: false,
+        qkvo_square,
+        kind: Kind::Float,
+    };
+    tch::manual_seed(2);
+    let g = Tensor::randn([16, 4], (Kind::Float, Device::Cpu));
+    let step = |role: Role, square: bool| {
+        let group = Group { role, ..Group::new(Opt::Muon, 1.0) };
+        let tensor = Tensor::zeros([16, 4], (Kind::Float, Device::Cpu)).set_requires_grad(true);
+        let t = tensor.shallow_clone();
+        let mut muon =
+            Muon::new(vec![Param { name: "w".into(), tensor, group }], cfg(square)).unwrap();
+        (&t * &g).sum(Kind::Float).backward();
+        muon.step(&mut Single, 1.0, 0.95).unwrap();
+        t.detach()
+    };
+    let (before, after) = (step(Role::Qkvo, false), step(Role::Qkvo, true));
+    assert!(after.abs().max().double_value(&[]) > 0.0);
+    assert!((&before * 0.5).allclose(&after, 1e-6, 1e-7, false));
+    assert!(step(Role::Plain, true).equal(&step(Role::Plain, false)), "others keep √4");
 }

@@ -45,6 +45,8 @@ pub struct MuonConfig {
     pub cautious_wd: bool,
     /// NorMuon's moments per gate row (per head), whatever the gate's shape (upstream #48).
     pub gate_rows: bool,
+    /// A QKVO weight's shape factor is its C x C matrices' (upstream #61).
+    pub qkvo_square: bool,
     /// The kind Newton–Schulz computes in: bf16 on CUDA, fp32 on CPU.
     pub kind: Kind,
 }
@@ -110,7 +112,7 @@ impl Muon {
             for group in self.groups.clone() {
                 let first = &self.params[group[0]].tensor;
                 let (shape, kind, device) = (first.size(), first.kind(), first.device());
-                let shape_factor = shape_factor(&shape);
+                let shape_factor = self.shape_factor(group[0]);
                 let stacked_shape: Vec<i64> =
                     std::iter::once(world as i64).chain(shape.iter().copied()).collect();
                 for chunk in group.chunks(world) {
@@ -148,7 +150,7 @@ impl Muon {
     fn step_alone(&mut self, lr: f64, momentum: f64) -> Result<()> {
         for i in 0..self.params.len() {
             let grad = self.params[i].tensor.grad();
-            let shape_factor = shape_factor(&grad.size());
+            let shape_factor = self.shape_factor(i);
             let update = self.update(i, &grad, (lr, shape_factor), momentum);
             self.apply(i, lr, &update)?;
         }
@@ -183,8 +185,9 @@ impl Muon {
             let view = o.size();
             let s = self.seconds[i]
                 .get_or_insert_with(|| normuon::second_moment(&view, dim).to_device(o.device()));
-            o = normuon::normalize(&o, s, beta2, dim).reshape(shape.as_slice());
+            o = normuon::normalize(&o, s, beta2, dim);
         }
+        let o = o.reshape(shape.as_slice());
         let eff_lr = lr * self.params[i].group.lr_mul * shape_factor;
         o.to_kind(self.params[i].tensor.kind()) * eff_lr
     }
@@ -208,7 +211,7 @@ impl Muon {
         let group = &self.params[i].group;
         let wd = if group.decay { self.cfg.weight_decay } else { 0.0 };
         if self.cfg.cautious_wd {
-            let eff_lr = lr * group.lr_mul * shape_factor(&p.size());
+            let eff_lr = lr * group.lr_mul * self.shape_factor(i);
             return cautious_wd::step(p, update, eff_lr * lr * wd);
         }
         let _ = p.f_mul_scalar_(1.0 - lr * wd)?;
@@ -244,6 +247,18 @@ impl Muon {
             }
         }
         Ok(())
+    }
+}
+
+impl Muon {
+    /// Param `i`'s √max(1, rows/cols); upstream #61 takes a QKVO weight's from one of its
+    /// four C x C matrices (1), where before it took the whole [4C, C]'s (2).
+    fn shape_factor(&self, i: usize) -> f64 {
+        let p = &self.params[i];
+        match (p.group.role, self.cfg.qkvo_square) {
+            (Role::Qkvo, true) => 1.0,
+            _ => shape_factor(&p.tensor.size()),
+        }
     }
 }
 

@@ -84,6 +84,7 @@ impl Optimizer {
             beta2: m.beta2,
             cautious_wd: m.cautious_wd,
             gate_rows: m.gate_rows,
+            qkvo_square: m.qkvo_square,
             kind: compute,
         };
         Ok(Optimizer::MuonAdam {

@@ -167,6 +167,11 @@ pub struct Muon {
     /// orientation; before, their shape made them per column).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub gate_rows: bool,
+    /// A QKVO weight's lr factor √max(1, rows/cols) from one of its C x C matrices (1), not
+    /// from the tall [4C, C] (2): upstream #61's unified optimizer takes it from the chunk it
+    /// orthogonalizes, which halves the attention's lr and decay.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub qkvo_square: bool,
     /// How the update is orthogonalized: Newton–Schulz (#3) or Polar Express (#38).
     #[serde(default, skip_serializing_if = "Orthogonalizer::is_newton_schulz")]
     pub orthogonalizer: Orthogonalizer,
