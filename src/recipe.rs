@@ -143,6 +143,10 @@ pub struct Recipe {
     /// Partial key offset on the long-window layers (upstream #49; src/model/key_offset.rs).
     #[serde(default)]
     pub key_offset: bool,
+    /// The key offset shifts dims D/2..D, the unrotated half of interleaved rotary (upstream
+    /// #62), not the second quarter of each half.
+    #[serde(default)]
+    pub key_offset_half: bool,
     /// The scalar bank relaid out (upstream #49): all resid lambdas, all x0 lambdas, the
     /// attention lambdas, smear, backout, then one skip lambda instead of L skip slots.
     #[serde(default)]
@@ -171,6 +175,10 @@ pub struct Recipe {
     /// The single skip's gate also reads x0: σ(λ)·2σ(w·x0[:n]) (upstream #55: 12).
     #[serde(default)]
     pub skip_gate_x0: Option<usize>,
+    /// A hashed bigram embedding added before every layer (upstream #62): in the value
+    /// embeddings' group (Adam lr_mul, betas and decay as theirs).
+    #[serde(default)]
+    pub bigram_hash: Option<BigramHash>,
     /// Backout: the final hidden state minus a learned share (init 0.5) of this layer's output
     /// (upstream #40: 8).
     #[serde(default)]

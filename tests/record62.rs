@@ -5,16 +5,19 @@ mod common;
 use tch::{nn, Device, Kind, Tensor};
 use trainer::dist::single::Single;
 use trainer::model::attend::Docs;
+use trainer::model::bigram_hash::BigramHash;
 use trainer::model::paired_heads;
 use trainer::model::params::{Group, Groups, Opt, Param, ParamSet, Role};
 use trainer::model::rotary::Rotary;
 use trainer::model::scalars::ScalarBank;
 use trainer::model::single_skip::SingleSkip;
 use trainer::model::value_gate::ValueGate;
+use trainer::model::{key_offset, Ctx};
 use trainer::optim::dist_adam::{AdamConfig, DistAdam};
 use trainer::optim::mantissa;
 use trainer::optim::muon::{Muon, MuonConfig};
-use trainer::recipe::{CautiousMask, Scale};
+use trainer::optim::schedule::Schedule;
+use trainer::recipe::{CautiousMask, Recipe, Scale};
 
 fn sigmoid(x: f64) -> f64 {
     1.0 / (1.0 + (-x).exp())
@@ -411,4 +414,118 @@ fn qkvo_takes_its_square_matrices_lr() {
     assert!(after.abs().max().double_value(&[]) > 0.0);
     assert!((&before * 0.5).allclose(&after, 1e-6, 1e-7, false));
     assert!(step(Role::Plain, true).equal(&step(Role::Plain, false)), "others keep √4");
+}
+
+fn record_62(scale: Scale) -> Recipe {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/records/62.toml");
+    Recipe::from_manifest(std::path::Path::new(path), scale, None).unwrap()
+}
+
+/// The hash written out with i32 arithmetic: wrapping products, XOR, a remainder ≥ 0.
+fn hash_reference(tokens: &[i64], rows: i64) -> Vec<i64> {
+    let m = (rows - 1) as i32;
+    let mut prev = tokens.iter().map(|&x| x as i32).collect::<Vec<_>>();
+    prev[0] = m; // upstream overwrites position 0 before hashing the rest
+    (0..tokens.len())
+        .map(|t| match t {
+            0 => m as i64,
+            _ => {
+                let a = 36_313i32.wrapping_mul(tokens[t] as i32);
+                let b = 27_191i32.wrapping_mul(prev[t - 1]);
+                (a ^ b).rem_euclid(m) as i64
+            }
+        })
+        .collect()
+}
+
+/// #62: the hash on fixed tokens, at full scale (251,520 rows; 27191·251519 wraps in int32 at
+/// position 1) and at lab scale (1,600 rows), each row of the batch its own sequence.
+#[test]
+fn bigram_hash_values() {
+    let full = [50256i64, 13, 50256, 50000, 1, 262];
+    let got = Vec::<i64>::try_from(
+        BigramHash::hash(&Tensor::from_slice(&full).view([1, 6]), 251_520).flatten(0, -1),
+    )
+    .unwrap();
+    let want = hash_reference(&full, 251_520);
+    assert_eq!(got, want);
+    assert_eq!(got[0], 251_519, "position 0: the reserved row");
+    let a = 36_313i64 * 13;
+    let b = (27_191i64 * 251_519) as i32 as i64; // wraps to a negative int32
+    assert!(b < 0);
+    assert_eq!(got[1], (((a as i32) ^ (b as i32)) as i64).rem_euclid(251_519));
+    assert_eq!(got[2], ((36_313 * 50_256i64) ^ (27_191 * 13i64)) % 251_519);
+    assert!(got.iter().all(|&h| (0..251_520).contains(&h)));
+
+    let lab = Tensor::from_slice(&[256i64, 104, 101, 256, 7, 7, 7, 104]).view([2, 4]);
+    let got = Vec::<i64>::try_from(BigramHash::hash(&lab, 1600).flatten(0, -1)).unwrap();
+    let mut want = hash_reference(&[256, 104, 101, 256], 1600);
+    want.extend(hash_reference(&[7, 7, 7, 104], 1600));
+    assert_eq!(got, want);
+    assert_eq!(got[6], ((36_313 * 7) ^ (27_191 * 7)) % 1599, "the same bigram, the same row");
+    assert_ne!(got[5], got[6], "position 1 pairs with the reserved row, not with token 0");
+}
+
+/// #62 in the model: the table's gradient lands on exactly the hashed rows, and the layers'
+/// weights start at 0.1 in the scalar bank, after the attention lambdas.
+#[test]
+fn bigram_table_learns_the_hashed_rows() {
+    let r = record_62(Scale::Lab);
+    let (gpt, params, _vs) = common::build(&r);
+    let names: Vec<&str> = gpt.scalar_layout().iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(&names[..4], ["resid_lambdas", "value_lambdas", "bigram_lambdas", "smear"]);
+    let lambdas = gpt.scalar_layout().iter().find(|e| e.name == "bigram_lambdas").unwrap();
+    assert_eq!(lambdas.init, [0.1f32; 4]);
+    let table = params.iter().find(|p| p.name == "bigram_embed").unwrap();
+    assert_eq!(table.tensor.size(), [1600, 256]);
+    assert_eq!(
+        (table.group.lr_mul, table.group.wd_mul, table.group.betas),
+        (75.0, 5.0, Some([0.75, 0.95]))
+    );
+
+    let idx = (Tensor::arange(64, (Kind::Int64, Device::Cpu)) * 7).remainder(257).view([1, 64]);
+    let docs = Docs::from_lengths(&[40, 24], Device::Cpu).unwrap();
+    let ctx = Ctx { docs: Some(docs), windows: (32, 16), training: true, ..Default::default() };
+    gpt.loss(&idx, &idx, &ctx).unwrap().backward();
+    let touched = table.tensor.grad().abs().sum_dim_intlist(1, false, Kind::Float).gt(0.0);
+    let mut want = Tensor::zeros([1600], (Kind::Bool, Device::Cpu));
+    let _ = want.index_fill_(0, &BigramHash::hash(&idx, 1600).flatten(0, -1), 1);
+    assert!(touched.equal(&want), "the gradient is on the hashed rows only");
+}
+
+/// #62: the key offset takes dims D/2..D from the previous position (interleaved rotary's
+/// unrotated half); #49-#61 took the quarters D/4..D/2 and 3D/4..D.
+#[test]
+fn key_offset_shifts_the_unrotated_half() {
+    let k = Tensor::arange(3 * 8, (Kind::Float, Device::Cpu)).view([1, 3, 1, 8]);
+    let got = key_offset::shift_second_half(&k);
+    for t in 0..3i64 {
+        for j in 0..8i64 {
+            let from = if j >= 4 && t > 0 { t - 1 } else { t };
+            assert_eq!(
+                got.double_value(&[0, t, 0, j]),
+                k.double_value(&[0, from, 0, j]),
+                "t {t} dim {j}"
+            );
+        }
+    }
+}
+
+/// #62's schedule from its spec: 1560 scheduled steps, stages at 520 and 1040, lr levels 1.52
+/// after step 520 and 1.73 after 1040, the cooldown over the last 55% (from step 702), the
+/// untie after step 1041; the lab's 240 steps keep the paired layer.
+#[test]
+fn record_62_schedule_and_lab_shape() {
+    let s = Schedule::new(&record_62(Scale::Full));
+    assert_eq!(s.at(520).lr_factor, 1.0);
+    assert!((s.at(521).lr_factor - 1.52).abs() < 1e-12);
+    assert!((s.at(701).lr_factor - 1.52).abs() < 1e-12);
+    let w = |step: f64| (1.0 - step / 1560.0) / 0.55;
+    assert!((s.at(702).lr_factor - (1.52 * w(702.0) + 0.1 * (1.0 - w(702.0)))).abs() < 1e-9);
+    assert!((s.at(1041).lr_factor - (1.73 * w(1041.0) + 0.1 * (1.0 - w(1041.0)))).abs() < 1e-9);
+    assert_eq!(s.at(1560).lr_factor, 0.1);
+    let untie: Vec<u64> = (0..1600).filter(|&t| s.at(t).untie_after).collect();
+    assert_eq!(untie, [1041]);
+    let lab = record_62(Scale::Lab);
+    assert_eq!((lab.steps, lab.attn_layers.as_deref()), (240, Some("SS-P")));
 }

@@ -4,6 +4,7 @@
 use super::attend::Docs;
 use super::attention::Attention;
 use super::backout::Backout;
+use super::bigram_hash::BigramHash;
 use super::block::{Attn, Block, BlockIn, Ffn};
 use super::embedding::Embedding;
 use super::fp8_head::Fp8Scales;
@@ -50,6 +51,7 @@ pub struct Gpt {
     unet: Option<UNetSkips>,
     skip: Option<SingleSkip>,
     x0_lambdas: Option<X0Lambdas>,
+    bigram: Option<BigramHash>,
     blocks: Vec<Block>,
     backout: Option<Backout>,
     head: Head,
@@ -119,6 +121,10 @@ impl Gpt {
         let x0_lambdas = r.x0_lambdas.then(|| X0Lambdas::new(&mut scalars, l, lambda0, layout));
         let value_lambdas =
             (r.attn_layers.as_ref()).map(|_| sa_lambdas::reserve(&mut scalars, l, r.sa_lambdas));
+        let bigram = r.bigram_hash.as_ref().map(|b| {
+            let rows = (b.rows_per_vocab as i64) * vp;
+            BigramHash::new(&mut ps, &mut scalars, (rows, c), (l, b.lambda as f32), g.value_embeds)
+        });
         let longest = (r.batch_rows * r.seq_len).max(r.val_seq_len.unwrap_or(0)) as i64;
         // Paired heads (upstream #58) place each token at two positions.
         let paired = r.attn_layers.as_ref().is_some_and(|a| a.contains('P'));
@@ -158,6 +164,7 @@ impl Gpt {
             zero_proj: r.zero_proj,
             tall: r.tall_matrices,
             key_offset: r.key_offset,
+            key_offset_half: r.key_offset_half,
             gate: r.attn_gate.map(|n| (n as i64, g.gate)),
             qk_norm: r.qk_norm.then_some(r.ln_eps),
         };
@@ -249,6 +256,7 @@ impl Gpt {
             unet,
             skip,
             x0_lambdas,
+            bigram,
             blocks,
             backout,
             head,
@@ -282,6 +290,7 @@ impl Gpt {
         let bank = self.scalars.tensor(); // [n] learned scalars
         let x0 = self.embed.forward(idx, self.compute, &bank, ctx.split_embed); // [B, T, C]
         let ve = self.value_embeds.as_ref().map(|v| v.lookup(idx, self.compute));
+        let x0b = self.bigram.as_ref().map(|b| b.lookup(idx, self.compute)); // [B, T, C]
         let mut x = x0.shallow_clone();
         let mut skips = Vec::new();
         // Backout's and the single skip's kept layer outputs.
@@ -299,6 +308,9 @@ impl Gpt {
             }
             if let Some(l) = &self.x0_lambdas {
                 x = l.mix(i, &x, &x0, &bank);
+            }
+            if let (Some(b), Some(x0b)) = (&self.bigram, &x0b) {
+                x = b.add(i, &x, x0b, &bank);
             }
             let ve = ve.as_ref().and_then(|v| v[i].as_ref());
             let windows =

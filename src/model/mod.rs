@@ -2,6 +2,7 @@
 pub mod attend;
 pub mod attention;
 pub mod backout;
+pub mod bigram_hash;
 pub mod block;
 pub mod embedding;
 pub mod fp8_head;

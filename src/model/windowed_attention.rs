@@ -37,6 +37,8 @@ pub struct WindowedAttention {
     paired: bool,
     /// Partial key offset (key_offset.rs), on long-window layers only.
     key_offset: bool,
+    /// The offset shifts the second half of the dims (upstream #62), not two quarters.
+    key_offset_half: bool,
     /// The value embedding's gate (upstream #55), on the layers that have one.
     ve_gate: Option<ValueGate>,
 }
@@ -52,6 +54,8 @@ pub struct WindowedConfig {
     pub tall: bool,
     /// The long-window layers shift their keys' unrotated dims by one position (upstream #49).
     pub key_offset: bool,
+    /// Those dims are the second half (upstream #62), not the second quarter of each half.
+    pub key_offset_half: bool,
     /// Channels the sparse gate reads (upstream #28) and the gate's group, or None.
     pub gate: Option<(i64, Group)>,
     pub qk_norm: Option<f64>,
@@ -103,6 +107,7 @@ impl WindowedAttention {
             long,
             paired: false,
             key_offset: cfg.key_offset && long,
+            key_offset_half: cfg.key_offset_half,
             ve_gate: None,
         }
     }
@@ -149,7 +154,10 @@ impl WindowedAttention {
             false => {
                 let (q, mut k) = (rotary.apply(&q)?, rotary.apply(&k)?);
                 if self.key_offset {
-                    k = key_offset::shift_stationary(&k);
+                    k = match self.key_offset_half {
+                        true => key_offset::shift_second_half(&k),
+                        false => key_offset::shift_stationary(&k),
+                    };
                 }
                 let pattern =
                     Pattern { causal: true, window: Some(window), docs: Some(docs.clone()), scale };

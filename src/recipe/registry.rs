@@ -121,6 +121,8 @@ pub const REGISTRY: &[Technique] = &[
     technique("sa_lambdas", &[47, 48], MODERN),
     technique("tall_matrices", &[48], &["muon"]),
     technique("key_offset", &[49], &["attn_layers"]),
+    technique("key_offset_half", &[62], &["key_offset"]),
+    technique("bigram_hash", &[62], &["x0_lambdas", "value_embed_layers", "muon"]),
     technique("zero_value_embeds", &[49], &["value_embed_layers"]),
     technique("compact_scalars", &[49], &[]),
     technique("qkv_init_mul", &[53], &["attn_layers"]),

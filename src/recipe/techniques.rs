@@ -226,6 +226,16 @@ pub struct AdamBetas {
     pub gates: [f64; 2],
 }
 
+/// The bigram hash embedding (upstream #62; src/model/bigram_hash.rs).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BigramHash {
+    /// Table rows per padded vocabulary entry (5: 251,520 rows).
+    pub rows_per_vocab: usize,
+    /// Each layer's weight on it at init (0.1).
+    pub lambda: f64,
+}
+
 /// Weight-decay multipliers on Adam's rate (upstream #55): the value embeddings', and the
 /// head's, which the input embedding shares.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]

@@ -1,0 +1,64 @@
+//! Bigram hash embedding (upstream #62): a large table indexed by a hash of each token and the
+//! one before it, added to the residual stream before every layer with a learned weight per
+//! layer. It hands the model the identity of the bigram for free, which attention would
+//! otherwise have to build (the key offset of #49 and the smear of #34 approximate it).
+//! ```text
+//! rows = 5·Vp; m = rows − 1                        (251,520 and 251,519 at full scale)
+//! h[0] = m                                         a reserved row for each sequence's start
+//! h[1] = (36313·x[1] XOR 27191·m) mod m            upstream overwrites h[0] before hashing
+//! h[t] = (36313·x[t] XOR 27191·x[t−1]) mod m       products in int32 (wrapping), mod ≥ 0
+//! x_in(i) ← x_in(i) + λ_i·table[h]                 λ_i in the scalar bank, init 0.1; table zero
+//! ```
+//! Document starts hash with the previous document's last token (upstream: masking them was
+//! slower and no better).
+use super::params::{Group, ParamSet};
+use super::scalars::{ScalarBank, Slot};
+use tch::{Kind, Tensor};
+
+const MUL_TOKEN: i64 = 36_313;
+const MUL_PREVIOUS: i64 = 27_191;
+
+pub struct BigramHash {
+    table: Tensor, // [rows, C]
+    /// λ_i of each layer.
+    lambdas: Slot,
+}
+
+impl BigramHash {
+    pub fn new(
+        ps: &mut ParamSet,
+        bank: &mut ScalarBank,
+        (rows, c): (i64, i64),
+        (n_layer, lambda): (usize, f32),
+        g: Group,
+    ) -> BigramHash {
+        let table = ps.zeros("bigram_embed", &[rows, c], g);
+        BigramHash { table, lambdas: bank.reserve("bigram_lambdas", &vec![lambda; n_layer]) }
+    }
+
+    /// idx: [B, T] -> [B, T] int64 rows of the table, each row of idx one sequence.
+    pub fn hash(idx: &Tensor, rows: i64) -> Tensor {
+        let (b, t) = (idx.size()[0], idx.size()[1]);
+        let m = rows - 1;
+        let x = idx.to_kind(Kind::Int);
+        let start = Tensor::full([b, 2.min(t)], m, (Kind::Int, idx.device()));
+        let prev = Tensor::cat(&[start, x.narrow(1, 1, (t - 2).max(0))], 1); // [m, m, x1, ...]
+        let h = (x * MUL_TOKEN).bitwise_xor_tensor(&(prev * MUL_PREVIOUS)).remainder(m);
+        let h = Tensor::cat(
+            &[Tensor::full([b, 1], m, (Kind::Int, idx.device())), h.narrow(1, 1, t - 1)],
+            1,
+        );
+        h.to_kind(Kind::Int64)
+    }
+
+    /// idx: [B, T] -> the table's rows [B, T, C] in `kind`, added before every layer.
+    pub fn lookup(&self, idx: &Tensor, kind: Kind) -> Tensor {
+        let h = BigramHash::hash(idx, self.table.size()[0]);
+        Tensor::embedding(&self.table, &h, -1, false, false).to_kind(kind)
+    }
+
+    /// x, x0b: [B, T, C] -> x + λ_i·x0b
+    pub fn add(&self, i: usize, x: &Tensor, x0b: &Tensor, bank: &Tensor) -> Tensor {
+        x + x0b * self.lambdas.get(bank, i)
+    }
+}
