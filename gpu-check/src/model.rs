@@ -15,6 +15,7 @@ pub const RECORD_38: Manifest = ("records/38.toml", include_str!("../../records/
 pub const RECORD_46: Manifest = ("records/46.toml", include_str!("../../records/46.toml"));
 pub const RECORD_53: Manifest = ("records/53.toml", include_str!("../../records/53.toml"));
 pub const RECORD_54: Manifest = ("records/54.toml", include_str!("../../records/54.toml"));
+pub const RECORD_62: Manifest = ("records/62.toml", include_str!("../../records/62.toml"));
 
 pub struct Model {
     // Owns the parameters; model and params borrow nothing from it but must not outlive it.
