@@ -1,7 +1,9 @@
 //! Value embeddings (upstream #14-#17): extra token-embedding tables whose rows are mixed into the
 //! attention values of chosen layers. `value_embed_layers` gives one character per layer: a digit
 //! names the table ("012......012" shares tables 0-2 between the first and last three layers,
-//! upstream #17's U-net pattern), '.' none.
+//! upstream #17's U-net pattern), '.' none. Upstream #63 unties the five layers' tables
+//! ("01......234": five tables, each Adam's at the value embeddings' settings), so the first and
+//! the last layers no longer read the same rows.
 use super::params::{Group, ParamSet};
 use tch::{nn, Tensor};
 
