@@ -129,6 +129,8 @@ fn run(args: &Args) -> anyhow::Result<bool> {
         ("record #54 eval forward, 262,144 tokens", record_step::eval_54),
         ("record #62, 1 GPU, one rank's batch", record_step::step_62),
         ("record #62 eval forward, 262,144 tokens", record_step::eval_62),
+        ("record #63, 1 GPU, one rank's batch", record_step::step_63),
+        ("record #63 eval forward, 262,144 tokens", record_step::eval_63),
         ("FP8 head vs bf16", fp8::check),
         ("Muon Newton–Schulz (bf16)", newton_schulz::check),
     ];

@@ -115,14 +115,15 @@ fn lab_replay_of_records_46_and_53_tree_and_head_agree_and_54_trains_on_two_rank
     assert!(loss_of(&c[4]) < loss_of(&c[0]) - 0.3, "two ranks learn: {c:?}");
 }
 
-/// Record #54's tree comes from reverse-applying #62's eight commits (gates, bf16 matrices,
-/// per-parameter betas, paired heads, the bigram table...), all off in #54's recipe: `--head`
-/// must give the same losses. #62 trains on two ranks (the bigram table sharded by rows, the
-/// paired layer's doubled documents).
+/// Records #54 and #62: their trees come from reverse-applying #62's eight commits (gates, bf16
+/// matrices, per-parameter betas, paired heads, the bigram table...) and #63's, all off or set
+/// otherwise in their recipes: `--head` must give the same losses. #63 trains on two ranks (the
+/// bigram table sharded by rows, the paired layer's doubled documents).
 #[test]
-fn lab_replay_of_record_54_tree_and_head_agree_and_62_trains_on_two_ranks() {
+fn lab_replay_of_records_54_and_62_tree_and_head_agree_and_63_trains_on_two_ranks() {
     tree_and_head_agree(54);
-    let c = two_ranks(62);
+    tree_and_head_agree(62);
+    let c = two_ranks(63);
     assert!(loss_of(&c[4]) < loss_of(&c[0]) - 0.3, "two ranks learn: {c:?}");
 }
 
