@@ -154,6 +154,10 @@ pub struct Recipe {
     /// The value embedding tables start at zero (upstream #49).
     #[serde(default)]
     pub zero_value_embeds: bool,
+    /// The attention's output projection starts uniform like Q, K and V instead of at zero
+    /// (upstream #64; the MLP's c_proj keeps `zero_proj`).
+    #[serde(default)]
+    pub uniform_attn_out: bool,
     /// The QKV weights' uniform init bound, as a multiple of the MLP's (upstream #53: 2).
     #[serde(default)]
     pub qkv_init_mul: Option<f64>,

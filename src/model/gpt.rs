@@ -161,7 +161,8 @@ impl Gpt {
             n_embd: c,
             n_head: r.n_head as i64,
             bound: qkv_bound,
-            zero_proj: r.zero_proj,
+            // Upstream #64 draws W_O with Q, K and V.
+            zero_proj: r.zero_proj && !r.uniform_attn_out,
             tall: r.tall_matrices,
             key_offset: r.key_offset,
             key_offset_half: r.key_offset_half,

@@ -126,6 +126,7 @@ pub const REGISTRY: &[Technique] = &[
     technique("zero_value_embeds", &[49], &["value_embed_layers"]),
     technique("compact_scalars", &[49], &[]),
     technique("qkv_init_mul", &[53], &["attn_layers"]),
+    technique("uniform_attn_out", &[64], &["attn_layers", "zero_proj"]),
     technique("mtp", &[53], &[]),
     technique("smear", &[34, 40], &["embed_norm", "muon"]),
     Technique { lab: Lab::Layer, ..technique("backout", &[40], &[]) },
