@@ -256,6 +256,11 @@ pub struct Recipe {
     /// YaRN with them) instead of where the schedules ended (upstream #42).
     #[serde(default)]
     pub extension_final: bool,
+    /// Stage k of n starts at round(k·S/n) of the S scheduled steps; the lr takes the stage's
+    /// level from its first step, cools down linearly from int(S·(1 − cooldown_frac)) to S,
+    /// and the multi-token weights fade within each stage (upstream #65's TrainingSchedule).
+    #[serde(default)]
+    pub rounded_stages: bool,
     /// Untimed steps on real batches before the clock starts, then model, optimizer and loader
     /// are reset (upstream's explicit warmup: 10 steps, 30 from #29).
     #[serde(default)]

@@ -2,6 +2,7 @@
 //! values.
 mod common;
 
+use trainer::optim::schedule::Schedule;
 use trainer::recipe::Scale;
 
 /// #64: W_O is drawn with Q, K and V, U(±bound) with bound = √3·0.5/√C (qkv_init_mul 1), not
@@ -26,5 +27,38 @@ fn attention_output_starts_uniform() {
             .all(|p| p.tensor.abs().max().double_value(&[]) == 0.0)
     };
     assert!(zero("c_proj"));
+}
+
+fn rounded_1515() -> trainer::recipe::Recipe {
+    let lines = "rounded_stages = true\nsteps = 1555\n\
+        head_embed = { init_std = 0.005, untie_at = 0.6666666666666666, untie_step = \"odd_at_rounded\" }";
+    common::record_with(63, lines, Scale::Full)
+}
+
+/// #65's TrainingSchedule at its 1515 scheduled steps (the helper's ends [0, 505, 1010, 1515,
+/// 1555]): each stage's level from its first step (#63's x > 1/3 waited one step), the cooldown
+/// from int(1515·0.45) = 681 over 834 steps to the floor, the multi-token weights fading within
+/// each stage, the windows' stages on the same bounds, the untie after step 1010 | 1 = 1011.
+#[test]
+fn rounded_stages_follow_upstreams_training_schedule() {
+    let s = Schedule::new(&rounded_1515());
+    assert_eq!(s.at(504).lr_factor, 1.0);
+    assert_eq!(s.at(505).lr_factor, 1.52);
+    assert_eq!(s.at(681).lr_factor, 1.52);
+    let t = |step: f64| ((step - 681.0) / 834.0).min(1.0);
+    let lr = |level: f64, step: f64| level * (1.0 - t(step)) + 0.1 * t(step);
+    assert!((s.at(682).lr_factor - lr(1.52, 682.0)).abs() < 1e-12);
+    assert!((s.at(1010).lr_factor - lr(1.73, 1010.0)).abs() < 1e-12);
+    assert!((s.at(1514).lr_factor - lr(1.73, 1514.0)).abs() < 1e-12);
+    assert_eq!(s.at(1515).lr_factor, 0.1);
+    assert_ne!(s.at(504).windows, s.at(505).windows);
+    assert_ne!(s.at(1009).windows, s.at(1010).windows);
+    assert_eq!(s.at(0).mtp_weights(), [1.0, 0.5, 0.25]);
+    assert!((s.at(252).mtp_weights()[2] - 0.25 * (1.0 - 252.0 / 505.0)).abs() < 1e-12);
+    assert_eq!(s.at(505).mtp_weights(), [1.0, 0.5]);
+    assert!((s.at(1009).mtp_weights()[1] - 0.5 * (1.0 - 504.0 / 505.0)).abs() < 1e-12);
+    assert_eq!(s.at(1010).mtp_weights(), [1.0]);
+    let untie: Vec<u64> = (0..1555).filter(|&t| s.at(t).untie_after).collect();
+    assert_eq!(untie, [1011]);
 }
 

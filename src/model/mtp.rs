@@ -17,10 +17,18 @@ use tch::{Kind, Tensor};
 pub fn weights(base: &[f64], x: f64) -> Vec<f64> {
     let n = base.len();
     let k = (1..n).filter(|&j| x >= j as f64 / n as f64).count();
-    let mut w = base[..n - k].to_vec();
+    weights_in_stage(base, k, n as f64 * x - k as f64)
+}
+
+/// The weights in stage `k` (from 0), a fraction `t` of it done: the first n − k base weights,
+/// the last of them (when more than one) times 1 − t. Upstream #65 takes its stages' own
+/// bounds (`Schedule`); before, the stages were thirds of the progress (`weights`).
+pub fn weights_in_stage(base: &[f64], k: usize, t: f64) -> Vec<f64> {
+    let n = base.len();
+    let mut w = base[..n - k.min(n - 1)].to_vec();
     if w.len() > 1 {
         let last = w.len() - 1;
-        w[last] *= 1.0 - (n as f64 * x - k as f64);
+        w[last] *= 1.0 - t;
     }
     w
 }

@@ -62,6 +62,9 @@ pub struct Schedule {
     mtp: Option<Vec<f64>>,
     /// (the step after which the head is copied, the first step on the untied embedding).
     split: Option<(u64, u64)>,
+    /// Stage k starts at round(k·S/n) of the S scheduled steps, and the lr level, the
+    /// multi-token weights and the cooldown follow upstream #65's stages.
+    rounded: bool,
 }
 
 impl Schedule {
@@ -93,13 +96,39 @@ impl Schedule {
             split: r.head_embed.as_ref().and_then(|h| Some((h.untie_at?, h.untie_step))).map(
                 |(at, rule)| {
                     let clock = r.steps - r.iteration_extension.min(r.steps);
-                    let s = (at * clock as f64).ceil() as u64;
+                    let s = match rule {
+                        UntieStep::OddBefore | UntieStep::OddFrom => (at * clock as f64).ceil(),
+                        UntieStep::OddAtRounded => (at * clock as f64).round(),
+                    } as u64;
                     match rule {
                         UntieStep::OddBefore => ((s.max(2) - 2) | 1, s),
-                        UntieStep::OddFrom => (s | 1, (s | 1) + 1),
+                        UntieStep::OddFrom | UntieStep::OddAtRounded => (s | 1, (s | 1) + 1),
                     }
                 },
             ),
+            rounded: r.rounded_stages,
+        }
+    }
+
+    /// Upstream #65's stages of the `clock` scheduled steps: (k, t) for the stage k holding
+    /// `step`, k starting at round(k·clock/n) of n, and t the fraction of the stage done (1 from
+    /// the end of the schedule on).
+    fn rounded_stage(&self, step: u64, clock: u64) -> (usize, f64) {
+        let n = self.windows.as_ref().map_or(1, |w| w.schedule.len()) as u64;
+        let start = |k: u64| (k as f64 * clock as f64 / n as f64).round() as u64;
+        if step >= clock {
+            return (n as usize - 1, 1.0);
+        }
+        let k = (1..n).filter(|&k| step >= start(k)).count() as u64;
+        let (a, b) = (start(k), start(k + 1));
+        (k as usize, (step - a) as f64 / (b - a).max(1) as f64)
+    }
+
+    /// The windows' (and batch's) stage at `step` of `clock` scheduled steps.
+    fn window_stage(&self, w: &Windows, step: u64, clock: u64) -> usize {
+        match self.rounded {
+            true => self.rounded_stage(step, clock).0,
+            false => w.stage(step, self.divisor(clock)),
         }
     }
 
@@ -132,6 +161,14 @@ impl Schedule {
             LrSchedule::StableDecay { cooldown_frac } => {
                 stable_decay(step, steps, *cooldown_frac, self.min_lr_frac)
             }
+            // Upstream #65: the stage's level, then linear from it to the floor over the steps
+            // from int(S·(1 − cooldown_frac)) to S.
+            LrSchedule::StagedDecay { cooldown_frac, stage_max, .. } if self.rounded => {
+                let level = stage_max[self.rounded_stage(step, clock).0.min(stage_max.len() - 1)];
+                let from = (clock as f64 * (1.0 - cooldown_frac)) as u64;
+                let t = (step.saturating_sub(from) as f64 / (clock - from).max(1) as f64).min(1.0);
+                level * (1.0 - t) + self.min_lr_frac * t
+            }
             LrSchedule::StagedDecay { cooldown_frac, stage_at, stage_max } => {
                 let x = (step as f64 / clock.max(1) as f64).min(1.0);
                 let level = stage_max[stage_at.iter().filter(|&&a| x > a).count()];
@@ -147,7 +184,13 @@ impl Schedule {
         let freeze_scalars = (since..=step).any(|t| self.transition(t));
         let mut mtp = [0.0; MTP_MAX];
         if let Some(base) = &self.mtp {
-            let w = mtp::weights(base, step as f64 / clock.max(1) as f64);
+            let w = match self.rounded {
+                true => {
+                    let (k, t) = self.rounded_stage(step, clock);
+                    mtp::weights_in_stage(base, k, t)
+                }
+                false => mtp::weights(base, step as f64 / clock.max(1) as f64),
+            };
             mtp[..w.len()].copy_from_slice(&w);
         }
         Plan {
@@ -178,11 +221,14 @@ impl Schedule {
                 let sizes = w.sizes_of(w.final_ws.unwrap_or(w.schedule[w.schedule.len() - 1]));
                 (sizes, sizes.0)
             }
-            Some(w) => (w.sizes(step, self.divisor(clock)), w.sizes(step, self.divisor(clock)).0),
+            Some(w) => {
+                let sizes = w.sizes_of(w.schedule[self.window_stage(w, step, clock)]);
+                (sizes, sizes.0)
+            }
         };
         // The batch follows the windows' stages; the extension and the end take the last.
         let stage = match &self.windows {
-            Some(w) if step < clock => w.stage(step, self.divisor(clock)),
+            Some(w) if step < clock => self.window_stage(w, step, clock),
             _ => self.batch_shares.len() - 1,
         };
         let batch_share = self.batch_shares[stage.min(self.batch_shares.len() - 1)];
@@ -238,7 +284,7 @@ impl Schedule {
         if self.batch_shares.len() > 1 {
             let clock = self.steps - self.extension.min(self.steps);
             let mut starts: Vec<u64> = (0..w.schedule.len())
-                .filter_map(|k| (0..clock).find(|&s| w.stage(s, self.divisor(clock)) == k))
+                .filter_map(|k| (0..clock).find(|&s| self.window_stage(w, s, clock) == k))
                 .collect();
             if self.extension_final && self.extension > 0 {
                 starts.push(clock);

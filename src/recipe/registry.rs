@@ -93,7 +93,7 @@ pub const REGISTRY: &[Technique] = &[
     technique("init", &[19], &[]),
     technique("zero_proj", &[5], &[]),
     technique("untied_head", &[8], &[]),
-    technique("head_embed", &[51, 53, 54], &["muon"]),
+    technique("head_embed", &[51, 53, 54, 65], &["muon"]),
     technique("rotary", &[2, 17, 58], MODERN),
     technique("x0_lambdas", &[9], MODERN),
     technique("unet", &[11], MODERN),
@@ -164,6 +164,7 @@ pub const REGISTRY: &[Technique] = &[
     Technique { lab: Lab::Steps, ..technique("untimed_warmup", &[29], &[]) },
     Technique { lab: Lab::Steps, ..technique("iteration_extension", &[35], &["lr_schedule"]) },
     technique("extension_final", &[42], &["iteration_extension", "windows"]),
+    technique("rounded_stages", &[65], &["windows", "extension_final"]),
 ];
 
 /// The entry of `key`.

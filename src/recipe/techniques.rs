@@ -269,6 +269,9 @@ pub enum UntieStep {
     OddBefore,
     /// Upstream #54: s | 1, the embedding its own from the step after.
     OddFrom,
+    /// Upstream #65: s = round(untie_at · scheduled steps), the third stage's first step;
+    /// s | 1, the embedding its own from the step after.
+    OddAtRounded,
 }
 
 /// Where cautious weight decay applies: where update and weight agree in sign, zeros included
