@@ -7,6 +7,9 @@
 //! - `dist`: data-parallel ranks: the rank environment and collectives.
 //! - `shim`: what tch lacks (flash attention, fused AdamW, profiler, c10d), via a C++ shim.
 //! - `train`: the loop, timing and validation; `runlog`: what a run writes; `profile`: traces.
+//!
+//! Every record builds on libtorch 2.11 (the PyTorch wheel); upstream moved from a 2.10 nightly
+//! to the torch 2.10 release at #66, which changed no number.
 pub mod data;
 pub mod device;
 pub mod dist;
