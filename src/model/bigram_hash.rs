@@ -10,7 +10,9 @@
 //! x_in(i) ← x_in(i) + λ_i·table[h]                 λ_i in the scalar bank, init 0.1; table zero
 //! ```
 //! Document starts hash with the previous document's last token (upstream: masking them was
-//! slower and no better).
+//! slower and no better). Upstream hashes on the CPU in its loader (#62), on the GPU from #68 and
+//! on the CPU again from #71, into pinned memory; the integers are the same, ours hash on the
+//! device.
 use super::params::{Group, ParamSet};
 use super::scalars::{ScalarBank, Slot};
 use tch::{Kind, Tensor};
