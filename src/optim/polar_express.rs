@@ -7,6 +7,9 @@
 //! X ← X / (‖X‖_F·1.02 + 1e-6)           the 2% cushion keeps every σ below 1
 //! for (a, b, c): A = X·Xᵀ; B = b·A + c·A·A; X ← a·X + B·X
 //! ```
+//! Upstream computes X·Xᵀ and b·A + c·A·A with symmetric Triton kernels (one triangle, mirrored;
+//! #69 tunes their loads), and from #74 keeps tall matrices tall (A = XᵀX, X ← a·X + X·B): the
+//! same products. Ours uses libtorch's batched matmuls.
 use super::newton_schulz::odd_quintics;
 use tch::{Kind, Tensor};
 
