@@ -176,6 +176,13 @@ pub struct Recipe {
     /// channels of the normed block input (upstream #55: 12; src/model/value_gate.rs).
     #[serde(default)]
     pub ve_gate: Option<usize>,
+    /// On the layers without paired heads the value-embedding gate reads half its channels
+    /// from the value embedding: [h[:n/2], ve[:n/2]] (upstream #70).
+    #[serde(default)]
+    pub ve_gate_mixed: bool,
+    /// The value embeddings start N(0, this) (upstream #70: 0.01), not at zero.
+    #[serde(default)]
+    pub value_embed_std: Option<f64>,
     /// The single skip's gate also reads x0: σ(λ)·2σ(w·x0[:n]) (upstream #55: 12).
     #[serde(default)]
     pub skip_gate_x0: Option<usize>,

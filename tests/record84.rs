@@ -62,3 +62,39 @@ fn rounded_stages_follow_upstreams_training_schedule() {
     assert_eq!(untie, [1011]);
 }
 
+/// #70: the mixed value-embedding gate reads [h[:n/2], ve[:n/2]] (ve's row, not a head's), and
+/// gates each head: against a float64 loop.
+#[test]
+fn mixed_value_gate_reads_the_value_embedding() {
+    use tch::{nn, Device, Kind, Tensor};
+    use trainer::model::params::{Group, Opt, ParamSet};
+    use trainer::model::value_gate::ValueGate;
+    let vs = nn::VarStore::new(Device::Cpu);
+    let mut ps = ParamSet::new(vs.root());
+    let gate = ValueGate::new(&mut ps, "ve_gate", (2, 4), Group::new(Opt::Adam, 1.0)).mixed();
+    let params = ps.into_params(Kind::Float);
+    let w: Vec<f64> = (0..8).map(|i| (i as f64 * 0.7).sin()).collect();
+    tch::no_grad(|| params[0].tensor.shallow_clone().copy_(&Tensor::from_slice(&w).view([2, 4])));
+    let (t, c, d) = (3i64, 6i64, 3i64);
+    let h = (Tensor::arange(t * c, (Kind::Float, Device::Cpu)) * 0.3).cos().view([1, t, c]);
+    let ve =
+        (Tensor::arange(t * 2 * d, (Kind::Float, Device::Cpu)) * 0.45).sin().view([1, t, 2, d]);
+    let got = gate.apply(&h, &ve);
+    for tok in 0..t {
+        let input = [
+            h.double_value(&[0, tok, 0]),
+            h.double_value(&[0, tok, 1]),
+            ve.double_value(&[0, tok, 0, 0]),
+            ve.double_value(&[0, tok, 0, 1]),
+        ];
+        for head in 0..2i64 {
+            let z: f64 = (0..4).map(|j| input[j] * w[head as usize * 4 + j]).sum();
+            let g = 2.0 / (1.0 + (-z).exp());
+            for k in 0..d {
+                let want = g * ve.double_value(&[0, tok, head, k]);
+                assert!((got.double_value(&[0, tok, head, k]) - want).abs() < 1e-6);
+            }
+        }
+    }
+}
+

@@ -96,8 +96,12 @@ impl Gpt {
         if r.embed_norm {
             embed = embed.with_norm(r.ln_eps);
         }
-        // Upstream #49 starts the value embeddings at zero.
-        let ve_init = if r.zero_value_embeds { nn::Init::Const(0.0) } else { embed_init };
+        // Upstream #49 starts the value embeddings at zero, #70 at N(0, 0.01).
+        let ve_init = match (r.value_embed_std, r.zero_value_embeds) {
+            (Some(stdev), _) => nn::Init::Randn { mean: 0.0, stdev },
+            (None, true) => nn::Init::Const(0.0),
+            (None, false) => embed_init,
+        };
         let value_embeds = (r.value_embed_layers.as_ref())
             .map(|p| ValueEmbeds::new(&mut ps, p, vp, c, ve_init, g.value_embeds));
 
@@ -201,7 +205,10 @@ impl Gpt {
                             Some(k) if ve_layers.get(i).is_some_and(char::is_ascii_digit) => {
                                 let name = format!("{n}.attn.ve_gate");
                                 let shape = (r.n_head as i64, k as i64);
-                                a.with_value_gate(ValueGate::new(&mut ps, &name, shape, g.gate))
+                                let gate = ValueGate::new(&mut ps, &name, shape, g.gate);
+                                // Upstream #70: not on the paired layers.
+                                let mixed = r.ve_gate_mixed && w != 'P';
+                                a.with_value_gate(if mixed { gate.mixed() } else { gate })
                             }
                             _ => a,
                         })

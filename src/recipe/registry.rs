@@ -117,6 +117,8 @@ pub const REGISTRY: &[Technique] = &[
     technique("yarn", &[31], &["rotary", "windows", "attn_scale"]),
     technique("attn_gate", &[28], MODERN),
     technique("ve_gate", &[55], &["value_embed_layers", "attn_layers"]),
+    technique("ve_gate_mixed", &[70], &["ve_gate"]),
+    technique("value_embed_std", &[70], &["value_embed_layers"]),
     technique("skip_gate_x0", &[55], &["single_skip"]),
     technique("sa_lambdas", &[47, 48], MODERN),
     technique("tall_matrices", &[48], &["muon"]),
