@@ -43,6 +43,10 @@ pub struct Recipe {
     /// blocks.
     #[serde(default)]
     pub batch_schedule: Option<Vec<usize>>,
+    /// The BOS loader's longest document on each windows stage, instead of seq_len throughout
+    /// (upstream #72: 896 tokens in the first stage, 2,048 after).
+    #[serde(default)]
+    pub doc_len_schedule: Option<Vec<usize>>,
     /// Ranks of the official run; fewer ranks keep its batch by accumulation.
     pub reference_ranks: usize,
     // ---- optimizer and schedule
@@ -492,6 +496,13 @@ impl Recipe {
             ensure!(
                 w.block > 0 && !w.schedule.is_empty(),
                 "recipe: windows needs a block and a schedule"
+            );
+        }
+        if let Some(d) = &self.doc_len_schedule {
+            ensure!(
+                d.iter().all(|&n| 0 < n && n <= self.seq_len)
+                    && self.windows.as_ref().is_some_and(|w| w.schedule.len() == d.len()),
+                "recipe: doc_len_schedule = {d:?} needs one length in 1..=seq_len per windows stage"
             );
         }
         if let Some(b) = &self.batch_schedule {

@@ -183,7 +183,8 @@ impl StepCtx<'_> {
         let grad_mult =
             if r.loss_sum { per_reference_rank / r.reference_ranks.max(1) as f64 } else { 1.0 };
         let mut loss_sum = 0.0;
-        for batch in train.next_step(self.accum, (self.micro)(plan), self.dev)? {
+        let sizes = ((self.micro)(plan), plan.max_doc_len);
+        for batch in train.next_step(self.accum, sizes, self.dev)? {
             let (windows, yarn_window) = (plan.windows, plan.yarn_window);
             let ctx = Ctx {
                 docs: batch.docs,

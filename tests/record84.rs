@@ -98,3 +98,17 @@ fn mixed_value_gate_reads_the_value_embedding() {
     }
 }
 
+/// #72: documents at most 896 tokens in the first stage, 2,048 after (and in the extension);
+/// the lab scales them with the row: 112 and 256.
+#[test]
+fn document_length_follows_the_stages() {
+    let lines = "rounded_stages = true\nsteps = 1530\ndoc_len_schedule = [896, 2048, 2048]\n\
+        head_embed = { init_std = 0.005, untie_at = 0.6666666666666666, untie_step = \"odd_at_rounded\" }";
+    let s = Schedule::new(&common::record_with(63, lines, Scale::Full));
+    // 1490 scheduled steps: stages from round(1490/3) = 497 and round(2·1490/3) = 993.
+    assert_eq!((s.at(496).max_doc_len, s.at(497).max_doc_len), (Some(896), Some(2048)));
+    assert_eq!(s.at(1529).max_doc_len, Some(2048));
+    let lab = common::record_with(63, lines, Scale::Lab);
+    assert_eq!(lab.doc_len_schedule, Some(vec![112, 256, 256]));
+}
+

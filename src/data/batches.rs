@@ -55,9 +55,15 @@ impl Train {
         })
     }
 
-    /// This rank's `accum` micro-batches of `tokens` each for the next optimizer step (rows
-    /// keep their size: only the packed loader follows a batch schedule).
-    pub fn next_step(&mut self, accum: usize, tokens: usize, device: Device) -> Result<Vec<Micro>> {
+    /// This rank's `accum` micro-batches of `tokens` each for the next optimizer step, documents
+    /// clipped to `max_doc_len` when given (rows keep their size: only the packed loader follows
+    /// a batch or document-length schedule).
+    pub fn next_step(
+        &mut self,
+        accum: usize,
+        (tokens, max_doc_len): (usize, Option<usize>),
+        device: Device,
+    ) -> Result<Vec<Micro>> {
         match self {
             Train::Rows(l) => Ok(l
                 .next_step(accum, device)
@@ -66,6 +72,9 @@ impl Train {
                 .collect()),
             Train::Bos(l) => {
                 l.resize(tokens)?;
+                if let Some(n) = max_doc_len {
+                    l.clip_docs(n)?;
+                }
                 l.next_step(accum, device)?.into_iter().map(Micro::packed).collect()
             }
         }

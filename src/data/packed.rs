@@ -188,6 +188,14 @@ impl BosLoader {
         Ok(())
     }
 
+    /// Documents clipped to `max_doc_len` from the next step on (upstream #72: 896 tokens in
+    /// the first stage).
+    pub fn clip_docs(&mut self, max_doc_len: usize) -> Result<()> {
+        ensure!(max_doc_len > 0, "BosLoader needs max_doc_len > 0");
+        self.max_doc_len = max_doc_len;
+        Ok(())
+    }
+
     /// This rank's `accum` micro-batches for the next optimizer step.
     pub fn next_step(&mut self, accum: usize, device: Device) -> Result<Vec<Packed>> {
         ensure!(accum > 0, "accum must be at least 1");
@@ -332,6 +340,23 @@ mod tests {
         check(&step[0], &cat(&toks, &[(0, 5), (5, 13), (17, 21)]), &[0, 5, 13, 16]);
         // The next micro-batch starts at the next BOS (24), not at 21.
         check(&step[1], &cat(&toks, &[(24, 30), (30, 38), (39, 42)]), &[0, 6, 14, 16]);
+    }
+
+    /// Upstream #72: the longest document changes between steps; the next step clips to it.
+    #[test]
+    fn documents_clip_to_the_steps_length() {
+        let dir = tempfile::tempdir().unwrap();
+        let (f, toks) = shard(dir.path(), "a.bin", &[5, 12, 7, 6, 9, 8], 10);
+        let mut l = BosLoader::new(&[f], 16, 8, BOS, 0, 1).unwrap();
+        l.clip_docs(4).unwrap();
+        let step = l.next_step(1, Device::Cpu).unwrap();
+        // Every piece at most 4 tokens: 0..4, 5..9, 17..21, 24..28, then 30 cut at N + 1 = 17.
+        check(
+            &step[0],
+            &cat(&toks, &[(0, 4), (5, 9), (17, 21), (24, 28), (30, 31)]),
+            &[0, 4, 8, 12, 16],
+        );
+        assert!(l.clip_docs(0).is_err());
     }
 
     #[test]

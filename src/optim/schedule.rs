@@ -28,6 +28,8 @@ pub struct Plan {
     /// After this step's update the head is copied into that table, with its Adam state
     /// (upstream #53: the odd step before s, `(s − 2) | 1`; #54: `s | 1`).
     pub untie_after: bool,
+    /// The BOS loader's longest document at this step (upstream #72); None: seq_len.
+    pub max_doc_len: Option<usize>,
 }
 
 impl Plan {
@@ -65,6 +67,8 @@ pub struct Schedule {
     /// Stage k starts at round(k·S/n) of the S scheduled steps, and the lr level, the
     /// multi-token weights and the cooldown follow upstream #65's stages.
     rounded: bool,
+    /// The longest document per windows stage (upstream #72).
+    doc_lens: Option<Vec<usize>>,
 }
 
 impl Schedule {
@@ -107,6 +111,7 @@ impl Schedule {
                 },
             ),
             rounded: r.rounded_stages,
+            doc_lens: r.doc_len_schedule.clone(),
         }
     }
 
@@ -180,6 +185,13 @@ impl Schedule {
             momentum_cooldown(step, (steps, cooldown), to, from).unwrap_or(mu)
         });
         let (windows, yarn_window, batch_share) = self.stage(step);
+        let max_doc_len = self.doc_lens.as_ref().map(|d| {
+            let k = match &self.windows {
+                Some(w) if step < clock => self.window_stage(w, step, clock),
+                _ => d.len() - 1,
+            };
+            d[k.min(d.len() - 1)]
+        });
         let since = (step + 1).saturating_sub(self.scalar_freeze);
         let freeze_scalars = (since..=step).any(|t| self.transition(t));
         let mut mtp = [0.0; MTP_MAX];
@@ -204,6 +216,7 @@ impl Schedule {
             mtp,
             split_embed: self.split.is_some_and(|(_, from)| step >= from),
             untie_after: self.split.is_some_and(|(after, _)| step == after),
+            max_doc_len,
         }
     }
 

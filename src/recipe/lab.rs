@@ -28,6 +28,7 @@ impl LabRule {
             }
             (Lab::Layer, toml::Value::Array(a)) => a.iter_mut().for_each(|v| self.apply(lab, v)),
             (Lab::Tokens, toml::Value::Integer(n)) => *n = tokens(*n),
+            (Lab::Tokens, toml::Value::Array(a)) => a.iter_mut().for_each(|v| self.apply(lab, v)),
             (Lab::ValTokens, toml::Value::Integer(n)) => {
                 *n = tokens(*n).min(self.val_per_rank as i64)
             }

@@ -72,6 +72,7 @@ pub const REGISTRY: &[Technique] = &[
     base("batch_rows", Lab::Table),
     base("batch_tokens", Lab::Table),
     technique("batch_schedule", &[46], &["windows", "loader"]),
+    Technique { lab: Lab::Tokens, ..technique("doc_len_schedule", &[72], &["windows", "loader"]) },
     base("reference_ranks", Lab::Table),
     base("steps", Lab::Table),
     base("lr", Lab::Same),
