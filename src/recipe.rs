@@ -107,7 +107,8 @@ pub struct Recipe {
     /// (upstream #52).
     #[serde(default)]
     pub x0_lambdas_apart: bool,
-    /// The block lambdas' (λ0, λ1) init is (this, 0) instead of (1, 0) (upstream #45: 1.1).
+    /// The block lambdas' (λ0, λ1) init is (this, 0) instead of (1, 0) (upstream #45: 1.1);
+    /// with parallel_residuals each sublayer's starts at its square root (upstream #73).
     #[serde(default)]
     pub block_lambda_init: Option<f64>,
     /// Rotary tables and the rotation in the compute kind (bf16 on CUDA; upstream #32).
@@ -190,6 +191,10 @@ pub struct Recipe {
     /// The single skip's gate also reads x0: σ(λ)·2σ(w·x0[:n]) (upstream #55: 12).
     #[serde(default)]
     pub skip_gate_x0: Option<usize>,
+    /// Residual lambdas per sublayer with x0 and the bigram joining after attention, in place
+    /// of the x0 lambdas' mix before each block (upstream #73).
+    #[serde(default)]
+    pub parallel_residuals: Option<ParallelResiduals>,
     /// A hashed bigram embedding added before every layer (upstream #62): in the value
     /// embeddings' group (Adam lr_mul, betas and decay as theirs).
     #[serde(default)]
@@ -498,6 +503,16 @@ impl Recipe {
                 "recipe: windows needs a block and a schedule"
             );
         }
+        ensure!(
+            self.block_lambda_init.is_none()
+                || self.x0_lambdas
+                || self.parallel_residuals.is_some(),
+            "recipe: block_lambda_init needs x0_lambdas or parallel_residuals"
+        );
+        ensure!(
+            self.parallel_residuals.is_none() || !(self.x0_lambdas || self.unet),
+            "recipe: parallel_residuals replaces x0_lambdas (and unet); turn them off"
+        );
         if let Some(d) = &self.doc_len_schedule {
             ensure!(
                 d.iter().all(|&n| 0 < n && n <= self.seq_len)

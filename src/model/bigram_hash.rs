@@ -22,20 +22,19 @@ const MUL_PREVIOUS: i64 = 27_191;
 
 pub struct BigramHash {
     table: Tensor, // [rows, C]
-    /// λ_i of each layer.
-    lambdas: Slot,
+    /// λ_i of each layer in the scalar bank; upstream #73 moves them out (parallel_residuals.rs).
+    lambdas: Option<Slot>,
 }
 
 impl BigramHash {
-    pub fn new(
-        ps: &mut ParamSet,
-        bank: &mut ScalarBank,
-        (rows, c): (i64, i64),
-        (n_layer, lambda): (usize, f32),
-        g: Group,
-    ) -> BigramHash {
-        let table = ps.zeros("bigram_embed", &[rows, c], g);
-        BigramHash { table, lambdas: bank.reserve("bigram_lambdas", &vec![lambda; n_layer]) }
+    pub fn new(ps: &mut ParamSet, (rows, c): (i64, i64), g: Group) -> BigramHash {
+        BigramHash { table: ps.zeros("bigram_embed", &[rows, c], g), lambdas: None }
+    }
+
+    /// The layers' weights in the scalar bank, `lambda` at init (upstream #62).
+    pub fn with_bank_lambdas(self, bank: &mut ScalarBank, n_layer: usize, lambda: f32) -> Self {
+        let lambdas = Some(bank.reserve("bigram_lambdas", &vec![lambda; n_layer]));
+        BigramHash { lambdas, ..self }
     }
 
     /// idx: [B, T] -> [B, T] int64 rows of the table, each row of idx one sequence.
@@ -59,8 +58,11 @@ impl BigramHash {
         Tensor::embedding(&self.table, &h, -1, false, false).to_kind(kind)
     }
 
-    /// x, x0b: [B, T, C] -> x + λ_i·x0b
+    /// x, x0b: [B, T, C] -> x + λ_i·x0b with the bank's λ_i (x itself when they live elsewhere)
     pub fn add(&self, i: usize, x: &Tensor, x0b: &Tensor, bank: &Tensor) -> Tensor {
-        x + x0b * self.lambdas.get(bank, i)
+        match &self.lambdas {
+            Some(l) => x + x0b * l.get(bank, i),
+            None => x.shallow_clone(),
+        }
     }
 }

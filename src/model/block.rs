@@ -49,19 +49,35 @@ impl Block {
 
     /// x: [B, T, C] -> [B, T, C]
     pub fn forward(&self, x: Tensor, i: &BlockIn) -> Result<Tensor> {
-        let h = self.norm_1.forward(&x);
-        let x = match &self.attn {
-            Attn::Dense(a) => &x + a.forward(&h),
+        let x = match self.attention(&x, i)? {
+            Some(a) => &x + a,
+            None => x,
+        };
+        Ok(match self.mlp(&x)? {
+            Some(m) => &x + m,
+            None => x,
+        })
+    }
+
+    /// The attention sublayer's output on x: [B, T, C] (normed here), or None without one.
+    pub fn attention(&self, x: &Tensor, i: &BlockIn) -> Result<Option<Tensor>> {
+        let h = self.norm_1.forward(x);
+        Ok(match &self.attn {
+            Attn::Dense(a) => Some(a.forward(&h)),
             Attn::Windowed(a) => {
                 let docs = i.docs.context("windowed attention runs on packed documents")?;
-                &x + a.forward(&h, i.ve, i.bank, (docs, i.windows))?
+                Some(a.forward(&h, i.ve, i.bank, (docs, i.windows))?)
             }
-            Attn::None => x,
-        };
+            Attn::None => None,
+        })
+    }
+
+    /// The MLP sublayer's output on x: [B, T, C] (normed here), or None without one.
+    pub fn mlp(&self, x: &Tensor) -> Result<Option<Tensor>> {
         Ok(match &self.mlp {
-            Ffn::Gelu(m) => &x + m.forward(&self.norm_2.forward(&x)),
-            Ffn::Relu2(m) => &x + m.forward(&self.norm_2.forward(&x)),
-            Ffn::None => x,
+            Ffn::Gelu(m) => Some(m.forward(&self.norm_2.forward(x))),
+            Ffn::Relu2(m) => Some(m.forward(&self.norm_2.forward(x))),
+            Ffn::None => None,
         })
     }
 }

@@ -11,6 +11,7 @@ use super::fp8_head::Fp8Scales;
 use super::head::Head;
 use super::mlp::Mlp;
 use super::norm::Norm;
+use super::parallel_residuals::{Inits, ParallelResiduals};
 use super::params::{Groups, Param, ParamSet};
 use super::relu2_mlp::Relu2Mlp;
 use super::rotary::Rotary;
@@ -52,6 +53,7 @@ pub struct Gpt {
     skip: Option<SingleSkip>,
     x0_lambdas: Option<X0Lambdas>,
     bigram: Option<BigramHash>,
+    parallel: Option<ParallelResiduals>,
     blocks: Vec<Block>,
     backout: Option<Backout>,
     head: Head,
@@ -126,8 +128,18 @@ impl Gpt {
         let value_lambdas =
             (r.attn_layers.as_ref()).map(|_| sa_lambdas::reserve(&mut scalars, l, r.sa_lambdas));
         let bigram = r.bigram_hash.as_ref().map(|b| {
-            let rows = (b.rows_per_vocab as i64) * vp;
-            BigramHash::new(&mut ps, &mut scalars, (rows, c), (l, b.lambda as f32), g.value_embeds)
+            let table =
+                BigramHash::new(&mut ps, ((b.rows_per_vocab as i64) * vp, c), g.value_embeds);
+            match r.parallel_residuals {
+                Some(_) => table,
+                None => table.with_bank_lambdas(&mut scalars, l, b.lambda as f32),
+            }
+        });
+        // Upstream #73: the residual, output, x0 and bigram lambdas per sublayer.
+        let parallel = r.parallel_residuals.as_ref().map(|_| {
+            let resid = r.block_lambda_init.unwrap_or(1.0).sqrt();
+            let inits = Inits { resid, bigram: r.bigram_hash.as_ref().map_or(0.0, |b| b.lambda) };
+            ParallelResiduals::new(&mut ps, l as i64, inits, (g.lambdas, g.resid_lambdas))
         });
         let longest = (r.batch_rows * r.seq_len).max(r.val_seq_len.unwrap_or(0)) as i64;
         // Paired heads (upstream #58) place each token at two positions.
@@ -265,6 +277,7 @@ impl Gpt {
             skip,
             x0_lambdas,
             bigram,
+            parallel,
             blocks,
             backout,
             head,
@@ -294,6 +307,9 @@ impl Gpt {
 
     /// idx: [B, T] -> the final hidden state [B*T, C], normed.
     fn trunk(&self, idx: &Tensor, ctx: &Ctx) -> Result<Tensor> {
+        if let Some(p) = &self.parallel {
+            return self.trunk_parallel(p, idx, ctx);
+        }
         let (b, t) = idx.size2().context("model input is [B, T] token ids")?;
         let bank = self.scalars.tensor(); // [n] learned scalars
         let x0 = self.embed.forward(idx, self.compute, &bank, ctx.split_embed); // [B, T, C]
@@ -327,6 +343,50 @@ impl Gpt {
             x = block.forward(x, &input)?;
             if let Some(u) = &self.unet {
                 u.leave(k, &x, &mut skips);
+            }
+            if self.skip.as_ref().is_some_and(|s| s.from == i) {
+                skipped = Some(x.shallow_clone());
+            }
+            if self.backout.as_ref().is_some_and(|o| o.layer == i) {
+                kept = Some(x.shallow_clone());
+            }
+        }
+        if let (Some(o), Some(kept)) = (&self.backout, &kept) {
+            x = o.apply(&x, kept, &bank);
+        }
+        Ok(self.head.norm.forward(&x).view([b * t, -1])) // [B*T, C]
+    }
+
+    /// The trunk with residual lambdas per sublayer (upstream #73, parallel_residuals.rs).
+    /// idx: [B, T] -> the final hidden state [B*T, C], normed.
+    fn trunk_parallel(&self, p: &ParallelResiduals, idx: &Tensor, ctx: &Ctx) -> Result<Tensor> {
+        let (b, t) = idx.size2().context("model input is [B, T] token ids")?;
+        let bank = self.scalars.tensor(); // [n] learned scalars
+        let x0 = self.embed.forward(idx, self.compute, &bank, ctx.split_embed); // [B, T, C]
+        let ve = self.value_embeds.as_ref().map(|v| v.lookup(idx, self.compute));
+        let x0b = self.bigram.as_ref().map(|b| b.lookup(idx, self.compute)); // [B, T, C]
+        let mut x = p.start(&x0, x0b.as_ref());
+        let (mut kept, mut skipped) = (None, None);
+        let windows =
+            (ctx.windows, if ctx.yarn_window > 0 { ctx.yarn_window } else { ctx.windows.0 });
+        for (i, block) in self.blocks.iter().enumerate().filter(|(_, b)| !b.is_empty()) {
+            if let (Some(s), Some(from)) = (&self.skip, &skipped) {
+                if s.to == i {
+                    x = s.add(&x, from, &x0, &bank);
+                }
+            }
+            let ve = ve.as_ref().and_then(|v| v[i].as_ref());
+            let input = BlockIn {
+                ve,
+                bank: &bank,
+                docs: ctx.docs.as_ref(),
+                windows,
+            };
+            if let Some(a) = block.attention(&x, &input)? {
+                x = p.after_attention(i, &x, &a, &x0, x0b.as_ref());
+            }
+            if let Some(m) = block.mlp(&x)? {
+                x = p.after_mlp(i, &x, &m);
             }
             if self.skip.as_ref().is_some_and(|s| s.from == i) {
                 skipped = Some(x.shallow_clone());

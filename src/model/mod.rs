@@ -13,6 +13,7 @@ pub mod mlp;
 pub mod mtp;
 pub mod norm;
 pub mod paired_heads;
+pub mod parallel_residuals;
 pub mod params;
 pub mod relu2_mlp;
 pub mod rotary;

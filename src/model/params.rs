@@ -97,6 +97,10 @@ pub struct Groups {
     pub skip_gate: Group,
     /// Biases and norm weights.
     pub vector: Group,
+    /// The per-sublayer lambdas (upstream #73): Adam, their own betas, no decay; the residual
+    /// lambdas at the scalars' lr multiplier.
+    pub lambdas: Group,
+    pub resid_lambdas: Group,
 }
 
 impl Groups {
@@ -122,6 +126,8 @@ impl Groups {
                 gate,
                 skip_gate,
                 vector,
+                lambdas: vector,
+                resid_lambdas: vector,
             };
         }
         // Upstream's optimizers decay every parameter (with weight_decay 0 until #46).
@@ -143,6 +149,7 @@ impl Groups {
             betas: betas(|b| b.head),
             ..fp32(Opt::Adam, mul(|m| m.head), true)
         };
+        let lambda_betas = r.parallel_residuals.as_ref().map(|p| p.betas);
         let embed = Group { storage: embed_storage, ..fp32(Opt::Adam, mul(|m| m.embed), true) };
         let scalar_opt = if r.scalar_betas.is_some() { Opt::ScalarAdam } else { Opt::Adam };
         // Upstream #56 moves the attention and value-embedding gates to Adam.
@@ -187,6 +194,11 @@ impl Groups {
                 ..fp32(Opt::Muon, muon_mul(|m| m.c_proj), true)
             },
             vector: fp32(Opt::Adam, 1.0, true),
+            lambdas: Group { betas: lambda_betas, ..fp32(Opt::Adam, 1.0, false) },
+            resid_lambdas: Group {
+                betas: lambda_betas,
+                ..fp32(Opt::Adam, mul(|m| m.scalars), false)
+            },
         }
     }
 }

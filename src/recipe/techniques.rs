@@ -226,6 +226,16 @@ pub struct AdamBetas {
     pub gates: [f64; 2],
 }
 
+/// Residual lambdas per sublayer, x0 and bigram joining after attention (upstream #73;
+/// src/model/parallel_residuals.rs). r_a and r_m start at √block_lambda_init (√1.1: 1.1 over
+/// the two sublayers), the bigram lambdas at bigram_hash.lambda.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParallelResiduals {
+    /// The lambdas' Adam betas ((0.9, 0.95)).
+    pub betas: [f64; 2],
+}
+
 /// The bigram hash embedding (upstream #62; src/model/bigram_hash.rs).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]

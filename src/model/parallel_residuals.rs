@@ -1,0 +1,75 @@
+//! Residual lambdas per sublayer (upstream #73, in the form #77 settles on): attention and MLP
+//! each scale the stream and their own output, and x0 and the bigram row join after attention
+//! instead of before the block:
+//! ```text
+//! x ← x0 + bigλ[0]·x0b                                            before layer 0
+//! x ← r_a[i]·x + p_a[i]·Attn(norm(x)) + x0λ[i]·x0 + bigλ[i]·x0b   layers with attention (no bigλ at 0)
+//! x ← r_m[i]·x + p_m[i]·MLP(norm(x))
+//! ```
+//! A layer without attention (upstream's 6) gets neither the injection nor r_a. The lambdas are
+//! parameters of their own (not the scalar bank) in Adam, without decay.
+use super::params::{Group, ParamSet};
+use tch::{nn, Tensor};
+
+pub struct ParallelResiduals {
+    resid: Tensor,  // [L, 2]: attention, MLP
+    post: Tensor,   // [L, 2]
+    x0: Tensor,     // [L]
+    bigram: Tensor, // [L]
+}
+
+/// The lambdas' inits.
+pub struct Inits {
+    pub resid: f64,
+    pub bigram: f64,
+}
+
+impl ParallelResiduals {
+    /// `g`: the lambdas' group; `g_resid`: the residual lambdas' (upstream: lr_mul 5).
+    pub fn new(
+        ps: &mut ParamSet,
+        n_layer: i64,
+        inits: Inits,
+        (g, g_resid): (Group, Group),
+    ) -> Self {
+        let l = n_layer;
+        ParallelResiduals {
+            resid: ps.add("resid_lambdas", &[l, 2], nn::Init::Const(inits.resid), g_resid),
+            post: ps.ones("post_lambdas", &[l, 2], g),
+            x0: ps.zeros("x0_lambdas", &[l], g),
+            bigram: ps.add("bigram_lambdas", &[l], nn::Init::Const(inits.bigram), g),
+        }
+    }
+
+    /// x0, x0b: [B, T, C] -> the stream entering layer 0
+    pub fn start(&self, x0: &Tensor, x0b: Option<&Tensor>) -> Tensor {
+        match x0b {
+            Some(b) => x0 + b * self.bigram.get(0),
+            None => x0.shallow_clone(),
+        }
+    }
+
+    /// Layer i's stream after its attention output `a`. x, a, x0, x0b: [B, T, C]
+    pub fn after_attention(
+        &self,
+        i: usize,
+        x: &Tensor,
+        a: &Tensor,
+        x0: &Tensor,
+        x0b: Option<&Tensor>,
+    ) -> Tensor {
+        let k = i as i64;
+        let mut out =
+            x * self.resid.get(k).get(0) + a * self.post.get(k).get(0) + x0 * self.x0.get(k);
+        if let (Some(b), true) = (x0b, i > 0) {
+            out += b * self.bigram.get(k);
+        }
+        out
+    }
+
+    /// Layer i's stream after its MLP output `m`. x, m: [B, T, C]
+    pub fn after_mlp(&self, i: usize, x: &Tensor, m: &Tensor) -> Tensor {
+        let k = i as i64;
+        x * self.resid.get(k).get(1) + m * self.post.get(k).get(1)
+    }
+}
