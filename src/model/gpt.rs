@@ -357,7 +357,8 @@ impl Gpt {
         Ok(self.head.norm.forward(&x).view([b * t, -1])) // [B*T, C]
     }
 
-    /// The trunk with residual lambdas per sublayer (upstream #73, parallel_residuals.rs).
+    /// The trunk with residual lambdas per sublayer (upstream #73, parallel_residuals.rs;
+    /// upstream #74 flattens its forward into one function like this one).
     /// idx: [B, T] -> the final hidden state [B*T, C], normed.
     fn trunk_parallel(&self, p: &ParallelResiduals, idx: &Tensor, ctx: &Ctx) -> Result<Tensor> {
         let (b, t) = idx.size2().context("model input is [B, T] token ids")?;
