@@ -7,6 +7,8 @@
 //! backward recomputes the sigmoid instead of saving the [N, V] softcapped logits. Before it
 //! (from #37) training's softcap and cross-entropy ran in bf16. Ours is the same math in libtorch
 //! ops: with `bf16_loss` off the logits go to fp32 before the softcap.
+//!
+//! Upstream #75 reorders the kernel's arithmetic: the same values up to rounding.
 use super::fp8_head::{fp8_linear, Fp8Scales};
 use super::mtp;
 use super::norm::Norm;
