@@ -77,7 +77,8 @@ pub fn fp8_linear(x: &Tensor, w: &Tensor, s: &Fp8Scales) -> Result<Tensor> {
             let w_cm = w_f8.tr().contiguous().tr();
             let grad_x = scaled_mm(&g_f8, &w_cm, s.grad, s.w, g.kind(), false)
                 .context("fp8_linear backward (grad x)")?;
-            // [C, N]·[N, V], transposed back to [V, C]; fp32 like the parameter.
+            // [C, N]·[N, V], transposed back to [V, C]; fp32 like the parameter. Upstream #76
+            // transposes x_f8 and the gradient with its own Triton kernel; the same values.
             let x_t = x_f8.tr().contiguous();
             let g_cm = g_f8.tr().contiguous().tr();
             let grad_w = scaled_mm(&x_t, &g_cm, s.x, s.grad, Kind::Float, false)
