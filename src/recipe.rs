@@ -195,6 +195,10 @@ pub struct Recipe {
     /// of the x0 lambdas' mix before each block (upstream #73).
     #[serde(default)]
     pub parallel_residuals: Option<ParallelResiduals>,
+    /// The layers after the backout's layer attend over that layer's output instead of the
+    /// stream (upstream #77's single saved activation).
+    #[serde(default)]
+    pub attend_backout: bool,
     /// A hashed bigram embedding added before every layer (upstream #62): in the value
     /// embeddings' group (Adam lr_mul, betas and decay as theirs).
     #[serde(default)]

@@ -54,6 +54,8 @@ pub struct Gpt {
     x0_lambdas: Option<X0Lambdas>,
     bigram: Option<BigramHash>,
     parallel: Option<ParallelResiduals>,
+    /// Layers after the backout's attend over its output (upstream #77).
+    attend_backout: bool,
     blocks: Vec<Block>,
     backout: Option<Backout>,
     head: Head,
@@ -278,6 +280,7 @@ impl Gpt {
             x0_lambdas,
             bigram,
             parallel,
+            attend_backout: r.attend_backout,
             blocks,
             backout,
             head,
@@ -383,7 +386,12 @@ impl Gpt {
                 docs: ctx.docs.as_ref(),
                 windows,
             };
-            if let Some(a) = block.attention(&x, &input)? {
+            // Upstream #77: the layers after the backout's attend over its layer's output.
+            let a_in = match (&kept, self.attend_backout) {
+                (Some(k), true) => k,
+                _ => &x,
+            };
+            if let Some(a) = block.attention(a_in, &input)? {
                 x = p.after_attention(i, &x, &a, &x0, x0b.as_ref());
             }
             if let Some(m) = block.mlp(&x)? {

@@ -127,6 +127,7 @@ pub const REGISTRY: &[Technique] = &[
     technique("key_offset_half", &[62], &["key_offset"]),
     technique("bigram_hash", &[62], &["value_embed_layers", "muon"]),
     technique("parallel_residuals", &[73, 77], &["embed_norm", "muon"]),
+    technique("attend_backout", &[77], &["parallel_residuals", "backout"]),
     technique("zero_value_embeds", &[49], &["value_embed_layers"]),
     technique("compact_scalars", &[49], &[]),
     technique("qkv_init_mul", &[53], &["attn_layers"]),
