@@ -9,6 +9,10 @@
 //! ops: with `bf16_loss` off the logits go to fp32 before the softcap.
 //!
 //! Upstream #75 reorders the kernel's arithmetic: the same values up to rounding.
+//! Upstream #79 computes the loss and the logits' gradient in one pass in the forward, with two
+//! departures ours does not copy: the sigmoid's values rounded to bf16, and the gradient's
+//! softmax term weighted by the sum of all MTP weights even on the last rows, whose later
+//! targets are past the buffer.
 use super::fp8_head::{fp8_linear, Fp8Scales};
 use super::mtp;
 use super::norm::Norm;
