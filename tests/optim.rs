@@ -115,6 +115,7 @@ fn muon_cfg(lr: f64, weight_decay: f64) -> MuonConfig {
         cautious_wd: false,
         gate_rows: false,
         qkvo_square: false,
+        qk_block: None,
         kind: Kind::Float,
     }
 }

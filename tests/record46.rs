@@ -243,6 +243,7 @@ fn cautious_weight_decay_spares_entries_the_update_grows() {
         cautious_wd: true,
         gate_rows: false,
         qkvo_square: false,
+        qk_block: None,
         kind: Kind::Float,
     };
     let mut muon = Muon::new(vec![param], cfg).unwrap();

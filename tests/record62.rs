@@ -203,6 +203,7 @@ fn muon_keeps_small_updates_of_bf16_weights() {
         cautious_wd: false,
         gate_rows: false,
         qkvo_square: false,
+        qk_block: None,
         kind: Kind::Float,
     };
     let start = (pattern(64, 0.3) * 0.01 + 1.0).view([8, 8]).to_kind(Kind::Float);
@@ -225,8 +226,8 @@ fn muon_keeps_small_updates_of_bf16_weights() {
             let _ = t.grad().zero_();
         }
     }
-    let saved = muon_bf.save(); // [buf, second, mantissa]
-    let joined = mantissa::join(&tb, &saved[2]);
+    let saved = muon_bf.save(); // [buf, second, second (V, O), mantissa]
+    let joined = mantissa::join(&tb, &saved[3]);
     let moved = (&joined - start_bf.to_kind(Kind::Float)).abs().max().double_value(&[]);
     assert!(moved > 3e-4, "the fp32 value moved ({moved})");
     // The bf16 start differs from the fp32 one, so compare the distance travelled.
@@ -396,6 +397,7 @@ fn qkvo_takes_its_square_matrices_lr() {
         cautious_wd: false,
         gate_rows: false,
         qkvo_square,
+        qk_block: None,
         kind: Kind::Float,
     };
     tch::manual_seed(2);

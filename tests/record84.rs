@@ -112,3 +112,43 @@ fn document_length_follows_the_stages() {
     assert_eq!(lab.doc_len_schedule, Some(vec![112, 256, 256]));
 }
 
+/// #80: Q and K orthogonalized per head pair (blocks of 2·head_dim rows), V and O as whole
+/// matrices: one Muon step (momentum 0, no NorMuon) is −lr times each block's Polar Express.
+#[test]
+fn qk_head_pairs_are_orthogonalized_apart() {
+    use tch::{Device, Kind, Tensor};
+    use trainer::dist::single::Single;
+    use trainer::model::params::{Group, Opt, Param, Role};
+    use trainer::optim::muon::{Muon, MuonConfig};
+    use trainer::optim::polar_express;
+    use trainer::recipe::Orthogonalizer;
+    let (c, block) = (8i64, 4i64); // 4 heads of 2: pairs of 4 rows
+    let cfg = MuonConfig {
+        lr: 0.1,
+        weight_decay: 0.0,
+        ns_steps: 5,
+        orthogonalizer: Orthogonalizer::PolarExpress,
+        beta2: None,
+        cautious_wd: false,
+        gate_rows: false,
+        qkvo_square: true,
+        qk_block: Some(block),
+        kind: Kind::Float,
+    };
+    tch::manual_seed(4);
+    let g = Tensor::randn([4 * c, c], (Kind::Float, Device::Cpu));
+    let tensor = Tensor::zeros([4 * c, c], (Kind::Float, Device::Cpu)).set_requires_grad(true);
+    let t = tensor.shallow_clone();
+    let group = Group { role: Role::Qkvo, ..Group::new(Opt::Muon, 1.0) };
+    let mut muon = Muon::new(vec![Param { name: "qkvo".into(), tensor, group }], cfg).unwrap();
+    (&t * &g).sum(Kind::Float).backward();
+    muon.step(&mut Single, 1.0, 0.0).unwrap();
+    let pe = |x: &Tensor| polar_express::orthogonalize(x, Kind::Float);
+    let qk = pe(&g.narrow(0, 0, 2 * c).reshape([-1, block, c])).reshape([-1, c]);
+    let vo = pe(&g.narrow(0, 2 * c, 2 * c).reshape([2, c, c])).reshape([-1, c]);
+    let want = Tensor::cat(&[qk, vo], 0) * -0.1;
+    assert!(t.detach().allclose(&want, 1e-5, 1e-6, false));
+    let whole = pe(&g.narrow(0, 0, c).reshape([1, c, c])).reshape([-1, c]) * -0.1;
+    assert!(!t.detach().narrow(0, 0, c).allclose(&whole, 1e-3, 1e-3, false), "not as one Q");
+}
+

@@ -47,6 +47,8 @@ pub struct MuonConfig {
     pub gate_rows: bool,
     /// A QKVO weight's shape factor is its C x C matrices' (upstream #61).
     pub qkvo_square: bool,
+    /// Q and K orthogonalized in blocks of this many rows, a head pair's (upstream #80).
+    pub qk_block: Option<i64>,
     /// The kind Newton–Schulz computes in: bf16 on CUDA, fp32 on CPU.
     pub kind: Kind,
 }
@@ -60,6 +62,8 @@ pub struct Muon {
     bufs: Vec<Option<Tensor>>,
     /// NorMuon's second moment (fp32, [.., 1, cols]) of each param this rank owns.
     seconds: Vec<Option<Tensor>>,
+    /// V and O's, when Q and K go by head pairs (upstream #80).
+    seconds_vo: Vec<Option<Tensor>>,
     /// The low 16 bits of each bf16 param's fp32 value (upstream #57; mantissa.rs); None for
     /// the others.
     mantissas: Vec<Option<Tensor>>,
@@ -78,6 +82,7 @@ impl Muon {
         }
         let bufs = params.iter().map(|_| None).collect();
         let seconds = params.iter().map(|_| None).collect();
+        let seconds_vo = params.iter().map(|_| None).collect();
         let mantissas = params
             .iter()
             .map(|p| {
@@ -85,7 +90,7 @@ impl Muon {
                 (t.kind() == Kind::BFloat16).then(|| t.zeros_like().to_kind(Kind::Int16))
             })
             .collect();
-        Ok(Muon { params, groups, cfg, bufs, seconds, mantissas })
+        Ok(Muon { params, groups, cfg, bufs, seconds, seconds_vo, mantissas })
     }
 
     pub fn params(&self) -> &[Param] {
@@ -171,25 +176,45 @@ impl Muon {
         let _ = buf.lerp_(&g, 1.0 - momentum);
         let u = g.lerp(buf, momentum);
         let (shape, role) = (g.size(), self.params[i].group.role);
-        // Q, K, V and O are orthogonalized (and normalized) as four matrices (upstream #36).
-        let u = match role {
-            Role::Qkvo => u.reshape([4, -1, shape[shape.len() - 1]]),
-            _ => u,
+        let cols = shape[shape.len() - 1];
+        let o = match (role, self.cfg.qk_block) {
+            // Upstream #80: Q and K by head pairs ([2·head_dim, C] blocks, moments per column),
+            // V and O as two C x C matrices (moments per row).
+            (Role::Qkvo, Some(block)) => {
+                let qk = u.narrow(0, 0, 2 * cols).reshape([-1, block, cols]);
+                let vo = u.narrow(0, 2 * cols, 2 * cols).reshape([2, cols, cols]);
+                let qk = self.orthogonalized(&qk, (i, 0), -2);
+                let vo = self.orthogonalized(&vo, (i, 1), -1);
+                Tensor::cat(&[qk.reshape([-1, cols]), vo.reshape([-1, cols])], 0)
+            }
+            // Q, K, V and O are orthogonalized (and normalized) as four matrices (upstream #36).
+            (Role::Qkvo, None) => {
+                let dim = normuon::reduced_dim(&shape, false);
+                self.orthogonalized(&u.reshape([4, -1, cols]), (i, 0), dim)
+            }
+            _ => {
+                let dim = normuon::reduced_dim(&shape, self.cfg.gate_rows && role == Role::Gate);
+                self.orthogonalized(&u, (i, 0), dim)
+            }
         };
-        let mut o = match self.cfg.orthogonalizer {
-            Orthogonalizer::NewtonSchulz => orthogonalize(&u, self.cfg.ns_steps, self.cfg.kind),
-            Orthogonalizer::PolarExpress => polar_express::orthogonalize(&u, self.cfg.kind),
-        };
-        if let Some(beta2) = self.cfg.beta2 {
-            let dim = normuon::reduced_dim(&shape, self.cfg.gate_rows && role == Role::Gate);
-            let view = o.size();
-            let s = self.seconds[i]
-                .get_or_insert_with(|| normuon::second_moment(&view, dim).to_device(o.device()));
-            o = normuon::normalize(&o, s, beta2, dim);
-        }
         let o = o.reshape(shape.as_slice());
         let eff_lr = lr * self.params[i].group.lr_mul * shape_factor;
         o.to_kind(self.params[i].tensor.kind()) * eff_lr
+    }
+
+    /// `u` ([.., rows, cols]) orthogonalized, then normalized by NorMuon over `dim` with
+    /// param i's second moment number k (two from upstream #80: Q/K's and V/O's); fp32.
+    fn orthogonalized(&mut self, u: &Tensor, (i, k): (usize, usize), dim: i64) -> Tensor {
+        let o = match self.cfg.orthogonalizer {
+            Orthogonalizer::NewtonSchulz => orthogonalize(u, self.cfg.ns_steps, self.cfg.kind),
+            Orthogonalizer::PolarExpress => polar_express::orthogonalize(u, self.cfg.kind),
+        };
+        let Some(beta2) = self.cfg.beta2 else { return o };
+        let view = o.size();
+        let seconds = if k == 0 { &mut self.seconds } else { &mut self.seconds_vo };
+        let s = seconds[i]
+            .get_or_insert_with(|| normuon::second_moment(&view, dim).to_device(o.device()));
+        normuon::normalize(&o, s, beta2, dim)
     }
 
     /// Decays param `i` (when its group decays) and subtracts `update`; a bf16 param with its
@@ -219,31 +244,34 @@ impl Muon {
         Ok(())
     }
 
-    /// Deep copies of the state, three tensors per param: its momentum buffer, NorMuon's
-    /// second moment and the mantissa, each an empty tensor where this rank holds none.
+    /// Deep copies of the state, four tensors per param: its momentum buffer, NorMuon's two
+    /// second moments and the mantissa, each an empty tensor where this rank holds none.
     /// Upstream saves around its untimed warmup steps.
     pub fn save(&self) -> Vec<Tensor> {
         let none = || Tensor::zeros([0], (Kind::Float, tch::Device::Cpu));
         let copy = |b: &Option<Tensor>| b.as_ref().map_or_else(none, Tensor::copy);
-        let state = self.bufs.iter().zip(&self.seconds).zip(&self.mantissas);
-        state.flat_map(|((b, s), m)| [copy(b), copy(s), copy(m)]).collect()
+        let seconds = self.seconds.iter().zip(&self.seconds_vo);
+        let state = self.bufs.iter().zip(seconds).zip(&self.mantissas);
+        state.flat_map(|((b, (s, v)), m)| [copy(b), copy(s), copy(v), copy(m)]).collect()
     }
 
     /// Puts back what [`Muon::save`] returned.
     pub fn restore(&mut self, saved: &[Tensor]) -> Result<()> {
-        if saved.len() != 3 * self.params.len() {
+        if saved.len() != 4 * self.params.len() {
             bail!("muon: restore got {} tensors for {} params", saved.len(), self.params.len());
         }
-        let state = self.bufs.iter_mut().zip(self.seconds.iter_mut()).zip(&self.mantissas);
-        for (((buf, second), lo), (s, p)) in state.zip(saved.chunks(3).zip(&self.params)) {
+        let seconds = self.seconds.iter_mut().zip(self.seconds_vo.iter_mut());
+        let state = self.bufs.iter_mut().zip(seconds).zip(&self.mantissas);
+        for (((buf, (second, vo)), lo), (s, p)) in state.zip(saved.chunks(4).zip(&self.params)) {
             *buf = match s[0].numel() {
                 0 => None,
                 _ if s[0].size() == p.tensor.size() => Some(s[0].copy()),
                 _ => bail!("muon: saved state {:?} does not fit {}", s[0].size(), p.name),
             };
             *second = (s[1].numel() > 0).then(|| s[1].copy());
+            *vo = (s[2].numel() > 0).then(|| s[2].copy());
             if let Some(lo) = lo {
-                tch::no_grad(|| lo.shallow_clone().f_copy_(&s[2]))?;
+                tch::no_grad(|| lo.shallow_clone().f_copy_(&s[3]))?;
             }
         }
         Ok(())

@@ -25,7 +25,7 @@ pub enum Optimizer {
     MuonAdam {
         adam: DistAdam,
         scalars: Option<Box<DistAdam>>,
-        muon: Muon,
+        muon: Box<Muon>,
         lr: f64,
         adam_every: u64,
     },
@@ -85,12 +85,13 @@ impl Optimizer {
             cautious_wd: m.cautious_wd,
             gate_rows: m.gate_rows,
             qkvo_square: m.qkvo_square,
+            qk_block: m.qk_head_pairs.then_some(2 * (r.n_embd / r.n_head) as i64),
             kind: compute,
         };
         Ok(Optimizer::MuonAdam {
             adam: DistAdam::new(rest, adam)?,
             scalars,
-            muon: Muon::new(hidden, muon)?,
+            muon: Box::new(Muon::new(hidden, muon)?),
             lr: r.lr,
             adam_every: r.adam_every.unwrap_or(1).max(1),
         })

@@ -149,7 +149,7 @@ pub const REGISTRY: &[Technique] = &[
             ("momentum_cooldown", Lab::Steps),
             ("ns_steps", Lab::Same),
         ]),
-        ..technique("muon", &[3, 4, 6, 8, 9, 13, 15, 24, 32, 36, 39, 41, 43, 48, 61, 78], &[])
+        ..technique("muon", &[3, 4, 6, 8, 9, 13, 15, 24, 32, 36, 39, 41, 43, 48, 61, 78, 80], &[])
     },
     technique("lr_mul", &[24, 42, 48, 52, 55], &["muon"]),
     technique("wd_mul", &[55], &["muon"]),

@@ -172,6 +172,10 @@ pub struct Muon {
     /// orthogonalizes, which halves the attention's lr and decay.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub qkvo_square: bool,
+    /// Q and K orthogonalized per head pair ([2·head_dim, C] blocks) with NorMuon's moments
+    /// per column, V and O as C x C matrices per row (upstream #80's qk and vo banks).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub qk_head_pairs: bool,
     /// How the update is orthogonalized: Newton–Schulz (#3) or Polar Express (#38).
     #[serde(default, skip_serializing_if = "Orthogonalizer::is_newton_schulz")]
     pub orthogonalizer: Orthogonalizer,
