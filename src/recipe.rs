@@ -211,6 +211,10 @@ pub struct Recipe {
     pub softcap: Option<Softcap>,
     #[serde(default)]
     pub fp8_head: Option<Fp8Head>,
+    /// The MLP's up-projection in FP8 during training, scaled per matrix and per call by the
+    /// max (upstream #84; src/model/fp8_mlp.rs).
+    #[serde(default)]
+    pub fp8_mlp_up: bool,
     /// Embedding tables are stored in bf16 on GPUs (upstream #18).
     #[serde(default)]
     pub bf16_embeddings: bool,

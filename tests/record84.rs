@@ -112,6 +112,51 @@ fn document_length_follows_the_stages() {
     assert_eq!(lab.doc_len_schedule, Some(vec![112, 256, 256]));
 }
 
+/// #84: the FP8 up-projection against fp32 within e4m3's error: every product of two e4m3
+/// values (3 mantissa bits, relative rounding ≤ 2⁻⁴ each) is off by at most ~13%, so each
+/// output is within 0.13·Σ|h||w| of the exact one, and the whole product within a few percent;
+/// the backward is the exact product's (straight-through), in the compute kind.
+#[test]
+fn fp8_up_projection_matches_fp32_within_e4m3_error() {
+    use tch::{Device, Kind, Tensor};
+    use trainer::model::fp8_mlp::fp8_up_projection;
+    tch::manual_seed(3);
+    let h = Tensor::randn([64, 32], (Kind::Float, Device::Cpu)).set_requires_grad(true);
+    let w = (Tensor::rand([128, 32], (Kind::Float, Device::Cpu)) * 0.0625 - 0.03125)
+        .set_requires_grad(true);
+    let got = fp8_up_projection(&h, &w).unwrap(); // [64, 128]
+    let exact = h.detach().matmul(&w.detach().tr());
+    let bound = h.detach().abs().matmul(&w.detach().abs().tr()) * 0.13;
+    assert!((&got - &exact).abs().le_tensor(&bound).all().int64_value(&[]) == 1);
+    let rel = (&got - &exact).norm().double_value(&[]) / exact.norm().double_value(&[]);
+    assert!(rel > 0.0 && rel < 0.05, "relative error {rel}");
+
+    let g = Tensor::randn([64, 128], (Kind::Float, Device::Cpu));
+    (&got * &g).sum(Kind::Float).backward();
+    assert!(h.grad().allclose(&g.matmul(&w.detach()), 1e-5, 1e-5, false));
+    assert!(w.grad().allclose(&g.tr().matmul(&h.detach()), 1e-5, 1e-5, false));
+}
+
+/// #84 in the MLP: FP8 in training only; evaluation is the plain product.
+#[test]
+fn fp8_mlp_runs_in_training_only() {
+    use tch::{nn, Device, Kind, Tensor};
+    use trainer::model::params::{Group, Opt, ParamSet};
+    use trainer::model::relu2_mlp::Relu2Mlp;
+    let vs = nn::VarStore::new(Device::Cpu);
+    let mut ps = ParamSet::new(vs.root());
+    let g = Group::new(Opt::Muon, 1.0);
+    let fp8 = Relu2Mlp::new(&mut ps, "mlp", 16, 0.5, (false, true), (g, g)).with_fp8_up();
+    let x = Tensor::randn([1, 8, 16], (Kind::Float, Device::Cpu));
+    let (train, eval) = (fp8.forward(&x, true).unwrap(), fp8.forward(&x, false).unwrap());
+    let params = ps.into_params(Kind::Float);
+    let (fc, proj) = (&params[0].tensor, &params[1].tensor);
+    let want = x.linear(fc, None::<Tensor>).relu().square().matmul(proj);
+    assert!(eval.allclose(&want, 1e-6, 1e-6, false));
+    assert!(!train.equal(&eval));
+    assert!(train.allclose(&eval, 0.1, 0.1 * want.abs().max().double_value(&[]), false));
+}
+
 /// #80: Q and K orthogonalized per head pair (blocks of 2·head_dim rows), V and O as whole
 /// matrices: one Muon step (momentum 0, no NorMuon) is −lr times each block's Polar Express.
 #[test]
@@ -152,3 +197,25 @@ fn qk_head_pairs_are_orthogonalized_apart() {
     assert!(!t.detach().narrow(0, 0, c).allclose(&whole, 1e-3, 1e-3, false), "not as one Q");
 }
 
+fn record_84(scale: Scale) -> trainer::recipe::Recipe {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/records/84.toml");
+    trainer::recipe::Recipe::from_manifest(std::path::Path::new(path), scale, None).unwrap()
+}
+
+/// #84's schedule against its spec (§1, §3): stages from 482 and 963, the cooldown from 578
+/// to 1445 with the third stage's level jumping in at 963 (0.9132 at 962, 1.0284 at 963), the
+/// floor 0.15 through the extension, 896-token documents in the first stage, the untie after
+/// step 963; the lab's 222 steps.
+#[test]
+fn record_84_schedule() {
+    let s = Schedule::new(&record_84(Scale::Full));
+    assert_eq!((s.at(481).lr_factor, s.at(482).lr_factor), (1.0, 1.52));
+    assert_eq!(s.at(578).lr_factor, 1.52);
+    assert!((s.at(962).lr_factor - 0.9132).abs() < 5e-5, "{}", s.at(962).lr_factor);
+    assert!((s.at(963).lr_factor - 1.0284).abs() < 5e-5, "{}", s.at(963).lr_factor);
+    assert_eq!((s.at(1445).lr_factor, s.at(1484).lr_factor), (0.15, 0.15));
+    assert_eq!((s.at(481).max_doc_len, s.at(482).max_doc_len), (Some(896), Some(2048)));
+    let untie: Vec<u64> = (0..1485).filter(|&t| s.at(t).untie_after).collect();
+    assert_eq!(untie, [963]);
+    assert_eq!(record_84(Scale::Lab).steps, 222);
+}

@@ -39,6 +39,8 @@ pub struct BlockIn<'a> {
     pub bank: &'a Tensor,
     pub docs: Option<&'a Docs>,
     pub windows: ((i64, i64), i64),
+    /// Training (FP8 paths on) or evaluation.
+    pub training: bool,
 }
 
 impl Block {
@@ -53,7 +55,7 @@ impl Block {
             Some(a) => &x + a,
             None => x,
         };
-        Ok(match self.mlp(&x)? {
+        Ok(match self.mlp(&x, i.training)? {
             Some(m) => &x + m,
             None => x,
         })
@@ -73,10 +75,10 @@ impl Block {
     }
 
     /// The MLP sublayer's output on x: [B, T, C] (normed here), or None without one.
-    pub fn mlp(&self, x: &Tensor) -> Result<Option<Tensor>> {
+    pub fn mlp(&self, x: &Tensor, training: bool) -> Result<Option<Tensor>> {
         Ok(match &self.mlp {
             Ffn::Gelu(m) => Some(m.forward(&self.norm_2.forward(x))),
-            Ffn::Relu2(m) => Some(m.forward(&self.norm_2.forward(x))),
+            Ffn::Relu2(m) => Some(m.forward(&self.norm_2.forward(x), training)?),
             Ffn::None => None,
         })
     }

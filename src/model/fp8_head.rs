@@ -92,7 +92,14 @@ pub fn fp8_linear(x: &Tensor, w: &Tensor, s: &Fp8Scales) -> Result<Tensor> {
 
 /// a·b · sa·sb with fp8 a, b (b column-major), out in `out`: `_scaled_mm` on CUDA, its
 /// dequantize-then-fp32-matmul arithmetic on the CPU (see the module's docs).
-fn scaled_mm(a: &Tensor, b: &Tensor, sa: f64, sb: f64, out: Kind, fast: bool) -> Result<Tensor> {
+pub(crate) fn scaled_mm(
+    a: &Tensor,
+    b: &Tensor,
+    sa: f64,
+    sb: f64,
+    out: Kind,
+    fast: bool,
+) -> Result<Tensor> {
     if a.device().is_cuda() {
         // Per-tensor scales are 0-dim fp32 tensors on the operands' device.
         let scale = |v: f64| Tensor::scalar_tensor(v, (Kind::Float, a.device()));

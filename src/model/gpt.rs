@@ -233,14 +233,17 @@ impl Gpt {
                     (_, Activation::Gelu) => {
                         Ffn::Gelu(Mlp::new(&mut ps, &format!("{n}.mlp"), c, stds, &g))
                     }
-                    (_, Activation::Relu2) => Ffn::Relu2(Relu2Mlp::new(
-                        &mut ps,
-                        &format!("{n}.mlp"),
-                        c,
-                        bound,
-                        (r.zero_proj, r.tall_matrices),
-                        (g.c_fc, g.c_proj),
-                    )),
+                    (_, Activation::Relu2) => {
+                        let m = Relu2Mlp::new(
+                            &mut ps,
+                            &format!("{n}.mlp"),
+                            c,
+                            bound,
+                            (r.zero_proj, r.tall_matrices),
+                            (g.c_fc, g.c_proj),
+                        );
+                        Ffn::Relu2(if r.fp8_mlp_up { m.with_fp8_up() } else { m })
+                    }
                 };
                 let norm = (r.norm, r.ln_eps);
                 Block {
@@ -342,7 +345,13 @@ impl Gpt {
             let ve = ve.as_ref().and_then(|v| v[i].as_ref());
             let windows =
                 (ctx.windows, if ctx.yarn_window > 0 { ctx.yarn_window } else { ctx.windows.0 });
-            let input = BlockIn { ve, bank: &bank, docs: ctx.docs.as_ref(), windows };
+            let input = BlockIn {
+                ve,
+                bank: &bank,
+                docs: ctx.docs.as_ref(),
+                windows,
+                training: ctx.training,
+            };
             x = block.forward(x, &input)?;
             if let Some(u) = &self.unet {
                 u.leave(k, &x, &mut skips);
@@ -385,6 +394,7 @@ impl Gpt {
                 bank: &bank,
                 docs: ctx.docs.as_ref(),
                 windows,
+                training: ctx.training,
             };
             // Upstream #77: the layers after the backout's attend over its layer's output.
             let a_in = match (&kept, self.attend_backout) {
@@ -394,7 +404,7 @@ impl Gpt {
             if let Some(a) = block.attention(a_in, &input)? {
                 x = p.after_attention(i, &x, &a, &x0, x0b.as_ref());
             }
-            if let Some(m) = block.mlp(&x)? {
+            if let Some(m) = block.mlp(&x, ctx.training)? {
                 x = p.after_mlp(i, &x, &m);
             }
             if self.skip.as_ref().is_some_and(|s| s.from == i) {

@@ -6,6 +6,7 @@ pub mod bigram_hash;
 pub mod block;
 pub mod embedding;
 pub mod fp8_head;
+pub mod fp8_mlp;
 pub mod gpt;
 pub mod head;
 pub mod key_offset;

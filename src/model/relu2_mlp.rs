@@ -7,13 +7,17 @@
 //! the incoming gradient by 2·relu(pre) as it leaves the matmul: one pass over the [T, 4C]
 //! activations instead of three. The math and the saved tensors are the same, so ours stays
 //! libtorch's linear, relu and square, and autograd saves what it needs (pre's relu, post).
+use super::fp8_mlp::fp8_up_projection;
 use super::params::{Group, ParamSet};
+use anyhow::Result;
 use tch::Tensor;
 
 pub struct Relu2Mlp {
     c_fc: Tensor,   // [C, 4C], used as x @ c_fc; tall: [4C, C], x @ c_fcᵀ
     c_proj: Tensor, // [C, 4C], used as h @ c_projᵀ; tall: [4C, C], h @ c_proj
     tall: bool,
+    /// The up-projection in FP8 during training (upstream #84; fp8_mlp.rs).
+    fp8_up: bool,
 }
 
 impl Relu2Mlp {
@@ -35,18 +39,29 @@ impl Relu2Mlp {
         } else {
             ps.uniform(&format!("{name}.c_proj"), &shape, bound, g_proj)
         };
-        Relu2Mlp { c_fc, c_proj, tall }
+        Relu2Mlp { c_fc, c_proj, tall, fp8_up: false }
+    }
+
+    /// The up-projection runs in FP8 in training (upstream #84; needs the tall layout).
+    pub fn with_fp8_up(self) -> Relu2Mlp {
+        Relu2Mlp { fp8_up: true, ..self }
     }
 
     /// x: [B, T, C] -> [B, T, C]
-    pub fn forward(&self, x: &Tensor) -> Tensor {
+    pub fn forward(&self, x: &Tensor, training: bool) -> Result<Tensor> {
         let k = x.kind();
         let (c_fc, c_proj) = (self.c_fc.to_kind(k), self.c_proj.to_kind(k));
+        if self.fp8_up && training {
+            let (b, t, c) = x.size3()?;
+            let pre = fp8_up_projection(&x.reshape([-1, c]), &self.c_fc)?; // [B·T, 4C]
+            let h = pre.view([b, t, -1]).relu().square(); // [B, T, 4C]
+            return Ok(h.matmul(&c_proj));
+        }
         if self.tall {
             let h = x.linear(&c_fc, None::<Tensor>).relu().square(); // [B, T, 4C]
-            return h.matmul(&c_proj);
+            return Ok(h.matmul(&c_proj));
         }
         let h = x.matmul(&c_fc).relu().square(); // [B, T, 4C]
-        h.matmul(&c_proj.tr())
+        Ok(h.matmul(&c_proj.tr()))
     }
 }

@@ -137,6 +137,7 @@ pub const REGISTRY: &[Technique] = &[
     Technique { lab: Lab::Layer, ..technique("backout", &[40], &[]) },
     technique("softcap", &[9, 18, 19, 28, 54], &[]),
     technique("fp8_head", &[19, 21, 28, 51], &[]),
+    technique("fp8_mlp_up", &[84], &["tall_matrices", "activation"]),
     technique("bf16_embeddings", &[18], &[]),
     technique("loss_over_padding", &[5], &[]),
     technique("bf16_loss", &[37], &[]),

@@ -1,0 +1,51 @@
+//! FP8 up-projection of the MLP (upstream #84), in training only: the activations and c_fc are
+//! cast to e4m3fn with per-tensor scales and multiplied on `_scaled_mm`, the product dequantized
+//! in fp32 and rounded once to the compute kind. The backward ignores the quantization (a
+//! straight-through estimator) and differentiates h·c_fcᵀ in the compute kind, as upstream's
+//! kernel keeps its bf16 backward.
+//! ```text
+//! s_h = max(max|h|, 1e-12)/448         one scale per call, from the whole activation (detached)
+//! s_w = bf16(max(max|c_fc|, 1e-12)/448)   one per matrix (upstream refreshes it after every
+//!                                         step; computing it in the forward gives the same)
+//! pre = (e4m3(h/s_h) · e4m3(c_fc/s_w)ᵀ) · s_h·s_w
+//! ```
+//! Scaling by the max keeps every value within e4m3fn's ±448, so the casts cannot overflow.
+use super::fp8_head::scaled_mm;
+use crate::shim::autograd::custom_function;
+use anyhow::{ensure, Result};
+use tch::{Kind, Tensor};
+
+/// e4m3fn's largest finite value.
+const E4M3_MAX: f64 = 448.0;
+
+/// h: [N, C], w: [H, C] (c_fc, tall) -> h·wᵀ [N, H] in h's kind, the forward in FP8.
+pub fn fp8_up_projection(h: &Tensor, w: &Tensor) -> Result<Tensor> {
+    let (hs, ws) = (h.size(), w.size());
+    ensure!(
+        hs.len() == 2 && ws.len() == 2 && hs[1] == ws[1],
+        "fp8_up_projection: h must be [N, C] and w [H, C], got h {hs:?} and w {ws:?}"
+    );
+    custom_function(
+        &[h.shallow_clone(), w.shallow_clone()],
+        |t| {
+            let (h, w) = (&t[0], &t[1]);
+            let amax = |x: &Tensor| x.abs().max().to_kind(Kind::Float).double_value(&[]);
+            let s_h = amax(h).max(1e-12) / E4M3_MAX;
+            // Upstream keeps the weight's scale as a bf16 number.
+            let s_w = Tensor::from(amax(w).max(1e-12) / E4M3_MAX)
+                .to_kind(Kind::BFloat16)
+                .double_value(&[]);
+            let h_f8 = (h.to_kind(Kind::Float) / s_h).to_kind(Kind::Float8e4m3fn); // [N, C]
+            let w_f8 = (w.to_kind(Kind::Float) / s_w).to_kind(Kind::Float8e4m3fn); // [H, C]
+            let pre = scaled_mm(&h_f8, &w_f8.tr(), s_h, s_w, h.kind(), true)?; // [N, H]
+            Ok((pre, vec![h.shallow_clone(), w.shallow_clone()]))
+        },
+        |grads, saved| {
+            let (g, h, w) = (&grads[0], &saved[0], &saved[1]);
+            let k = g.kind();
+            let grad_h = g.matmul(&w.to_kind(k)); // [N, C]
+            let grad_w = g.tr().matmul(&h.to_kind(k)).to_kind(w.kind()); // [H, C]
+            Ok(vec![grad_h, grad_w])
+        },
+    )
+}
