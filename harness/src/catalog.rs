@@ -55,11 +55,18 @@ pub struct Manifest {
 #[serde(deny_unknown_fields)]
 pub struct Upstream {
     pub number: u32,
-    pub pr: u32,
+    /// None for a record without a PR (upstream #66: the move to torch 2.10).
+    #[serde(default)]
+    pub pr: Option<u32>,
     pub title: String,
     pub authors: Vec<String>,
     pub date: String,
     pub time_text: String,
+}
+
+/// "PR #N", or "no PR".
+pub fn pr_text(pr: Option<u32>) -> String {
+    pr.map_or("no PR".into(), |n| format!("PR #{n}"))
 }
 
 /// The val loss a record reaches at the end of its lab budget on the default corpus: #1's for

@@ -1,7 +1,7 @@
 //! `records diff A B`: what changed between two records, in three parts: the commits between
 //! them (the series view), the recipe diff of their manifests, and the code diff of their trees.
 //! Either order works; from a newer record to an older one the commits are listed as undone.
-use crate::catalog::{Catalog, Manifest};
+use crate::catalog::{pr_text, Catalog, Manifest};
 use crate::figures;
 use crate::replays::{self, Replay};
 use crate::series::{apply, tree, Series};
@@ -479,7 +479,7 @@ fn series_view(catalog: &Catalog, series: &Series, a: u32, b: u32, paint: Paint)
             let when = upstream
                 .iter()
                 .find(|u| Some(u.number) == named)
-                .map_or(String::new(), |u| format!("  [{}, PR #{}]", u.time_text, u.pr));
+                .map_or(String::new(), |u| format!("  [{}, {}]", u.time_text, pr_text(u.pr)));
             out.push_str(&format!(
                 "       {}/{} {}  {} {}{when}\n",
                 k + 1,

@@ -44,7 +44,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         println!("\nupstream records in this step (official times on 8xH100):");
         for u in &m.upstream {
             let by = u.authors.join(", ");
-            println!("  #{:<3} {}  {}  PR #{} by {by}", u.number, u.date, u.time_text, u.pr);
+            let pr = records::catalog::pr_text(u.pr);
+            println!("  #{:<3} {}  {}  {pr} by {by}", u.number, u.date, u.time_text);
             println!("        {}", u.title);
         }
     }
