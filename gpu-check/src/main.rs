@@ -107,7 +107,7 @@ fn run(args: &Args) -> anyhow::Result<bool> {
         format!("libtorch 2.11.0 (tch 0.24); cuDNN {}", tch::Cuda::cudnn_is_available()),
     )];
     type Check = (&'static str, fn(&Ctx) -> anyhow::Result<Vec<Row>>);
-    let checks: [Check; 21] = [
+    let checks: [Check; 27] = [
         ("flash fwd: dense causal", attention::dense),
         ("flash fwd: causal window 64", attention::window),
         ("flash fwd: varlen documents", attention::varlen),
@@ -131,6 +131,8 @@ fn run(args: &Args) -> anyhow::Result<bool> {
         ("record #62 eval forward, 262,144 tokens", record_step::eval_62),
         ("record #63, 1 GPU, one rank's batch", record_step::step_63),
         ("record #63 eval forward, 262,144 tokens", record_step::eval_63),
+        ("record #84, 1 GPU, one rank's batch", record_step::step_84),
+        ("record #84 eval forward, 262,144 tokens", record_step::eval_84),
         ("FP8 head vs bf16", fp8::check),
         ("Muon Newton–Schulz (bf16)", newton_schulz::check),
     ];

@@ -17,6 +17,7 @@ pub const RECORD_53: Manifest = ("records/53.toml", include_str!("../../records/
 pub const RECORD_54: Manifest = ("records/54.toml", include_str!("../../records/54.toml"));
 pub const RECORD_62: Manifest = ("records/62.toml", include_str!("../../records/62.toml"));
 pub const RECORD_63: Manifest = ("records/63.toml", include_str!("../../records/63.toml"));
+pub const RECORD_84: Manifest = ("records/84.toml", include_str!("../../records/84.toml"));
 
 pub struct Model {
     // Owns the parameters; model and params borrow nothing from it but must not outlive it.
