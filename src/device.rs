@@ -15,6 +15,7 @@ impl Target {
             Target { device: Device::Cuda(local_rank), compute: Kind::BFloat16 }
         } else {
             flush_denormals();
+            keep_freed_memory();
             Target { device: Device::Cpu, compute: Kind::Float }
         }
     }
@@ -46,4 +47,14 @@ impl Target {
 /// setting, so it must run before libtorch starts its thread pool.
 fn flush_denormals() {
     crate::shim::set_flush_denormal(true);
+}
+
+/// Each step frees its activations (MiBs each; a 16,384-token validation's are 64 MiB) and
+/// allocates them again; glibc maps large blocks on their own, unmaps them when freed and takes a
+/// page fault per 4 KiB to get them again. Keeping them in the heap, up to 1 GiB of it free,
+/// took #29's 30 lab steps and 2 validations from 1.22 M page faults to 0.20 M, 4.4 s of system
+/// time to 0.8 s and the peak RSS from 915 to 876 MB (AMD EPYC Zen 3, 2 cores). The numbers do
+/// not change.
+fn keep_freed_memory() {
+    crate::shim::keep_freed_memory(1 << 30);
 }

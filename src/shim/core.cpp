@@ -10,6 +10,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <chrono>
+#include <malloc.h>
 #include <memory>
 #include <optional>
 #include <set>
@@ -170,6 +171,20 @@ int tshim_fused_adamw(const ctensor* params, const ctensor* grads, const ctensor
 // Flush-to-zero/denormals-are-zero (MXCSR) for the calling thread and the threads it starts
 // later; returns false when the CPU does not support it.
 int tshim_set_flush_denormal(int on) { return at::globalContext().setFlushDenormal(on != 0); }
+
+// Keeps freed CPU memory in the process's heap instead of handing it back to the kernel (and
+// taking page faults to get it again on the next step): no block gets its own mapping (glibc
+// falls back to one only when the heap cannot grow), and up to `retain` bytes of free heap are
+// kept. Returns 0 where the C library is not glibc or refuses a value.
+int tshim_keep_freed_memory(int retain) {
+#ifdef __GLIBC__
+  return mallopt(M_MMAP_MAX, 0) && mallopt(M_TRIM_THRESHOLD, retain) &&
+         mallopt(M_TOP_PAD, 64 << 20);
+#else
+  (void)retain;
+  return 0;
+#endif
+}
 
 // The caching allocator's aggregate byte counts of the accelerator device:
 // out = {allocated, peak allocated, reserved, peak reserved}.

@@ -58,6 +58,7 @@ extern "C" {
         eps: f64,
     ) -> c_int;
     fn tshim_set_flush_denormal(on: c_int) -> c_int;
+    fn tshim_keep_freed_memory(retain: c_int) -> c_int;
     fn tshim_memory_stats(device: i64, out: *mut i64) -> c_int;
     fn tshim_reset_peak(device: i64) -> c_int;
 }
@@ -199,6 +200,13 @@ pub fn fused_adamw_(
 pub fn set_flush_denormal(on: bool) -> bool {
     // SAFETY: no pointers; the shim cannot throw here.
     unsafe { tshim_set_flush_denormal(on.into()) != 0 }
+}
+
+/// Keeps freed CPU memory in the heap, up to `retain` bytes free, instead of returning it to
+/// the kernel (glibc's mallopt). Returns false where the C library is not glibc.
+pub fn keep_freed_memory(retain: i32) -> bool {
+    // SAFETY: no pointers; mallopt only sets allocator parameters.
+    unsafe { tshim_keep_freed_memory(retain) != 0 }
 }
 
 /// The caching allocator's aggregate byte counts on one CUDA device.
