@@ -316,7 +316,7 @@ impl Gpt {
         if let Some(p) = &self.parallel {
             return self.trunk_parallel(p, idx, ctx);
         }
-        let (b, t) = idx.size2().context("model input is [B, T] token ids")?;
+        idx.size2().context("model input is [B, T] token ids")?;
         let bank = self.scalars.tensor(); // [n] learned scalars
         let x0 = self.embed.forward(idx, self.compute, &bank, ctx.split_embed); // [B, T, C]
         let ve = self.value_embeds.as_ref().map(|v| v.lookup(idx, self.compute));
@@ -356,24 +356,16 @@ impl Gpt {
             if let Some(u) = &self.unet {
                 u.leave(k, &x, &mut skips);
             }
-            if self.skip.as_ref().is_some_and(|s| s.from == i) {
-                skipped = Some(x.shallow_clone());
-            }
-            if self.backout.as_ref().is_some_and(|o| o.layer == i) {
-                kept = Some(x.shallow_clone());
-            }
+            self.keep(i, &x, &mut skipped, &mut kept);
         }
-        if let (Some(o), Some(kept)) = (&self.backout, &kept) {
-            x = o.apply(&x, kept, &bank);
-        }
-        Ok(self.head.norm.forward(&x).view([b * t, -1])) // [B*T, C]
+        Ok(self.finish(x, kept.as_ref(), &bank))
     }
 
     /// The trunk with residual lambdas per sublayer (upstream #73, parallel_residuals.rs;
     /// upstream #74 flattens its forward into one function like this one).
     /// idx: [B, T] -> the final hidden state [B*T, C], normed.
     fn trunk_parallel(&self, p: &ParallelResiduals, idx: &Tensor, ctx: &Ctx) -> Result<Tensor> {
-        let (b, t) = idx.size2().context("model input is [B, T] token ids")?;
+        idx.size2().context("model input is [B, T] token ids")?;
         let bank = self.scalars.tensor(); // [n] learned scalars
         let x0 = self.embed.forward(idx, self.compute, &bank, ctx.split_embed); // [B, T, C]
         let ve = self.value_embeds.as_ref().map(|v| v.lookup(idx, self.compute));
@@ -407,16 +399,27 @@ impl Gpt {
             if let Some(m) = block.mlp(&x, ctx.training)? {
                 x = p.after_mlp(i, &x, &m);
             }
-            if self.skip.as_ref().is_some_and(|s| s.from == i) {
-                skipped = Some(x.shallow_clone());
-            }
-            if self.backout.as_ref().is_some_and(|o| o.layer == i) {
-                kept = Some(x.shallow_clone());
-            }
+            self.keep(i, &x, &mut skipped, &mut kept);
         }
-        if let (Some(o), Some(kept)) = (&self.backout, &kept) {
-            x = o.apply(&x, kept, &bank);
+        Ok(self.finish(x, kept.as_ref(), &bank))
+    }
+
+    /// Keeps layer `i`'s output `x` where the single skip or the backout reads it later.
+    fn keep(&self, i: usize, x: &Tensor, skipped: &mut Option<Tensor>, kept: &mut Option<Tensor>) {
+        if self.skip.as_ref().is_some_and(|s| s.from == i) {
+            *skipped = Some(x.shallow_clone());
         }
-        Ok(self.head.norm.forward(&x).view([b * t, -1])) // [B*T, C]
+        if self.backout.as_ref().is_some_and(|o| o.layer == i) {
+            *kept = Some(x.shallow_clone());
+        }
+    }
+
+    /// Both trunks' end: the backout, then the final norm. x: [B, T, C] -> [B*T, C]
+    fn finish(&self, x: Tensor, kept: Option<&Tensor>, bank: &Tensor) -> Tensor {
+        let x = match (&self.backout, kept) {
+            (Some(o), Some(kept)) => o.apply(&x, kept, bank),
+            _ => x,
+        };
+        self.head.norm.forward(&x).flatten(0, 1)
     }
 }
