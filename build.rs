@@ -6,7 +6,8 @@
 //!   `--as-needed`, and nothing references libtorch_cuda's symbols directly (its kernels register
 //!   from static initialisers), so without this the binary silently runs CPU-only.
 //! * Compiles the C++ shim (src/shim/*.cpp) against the wheel's headers: core.cpp always,
-//!   cuda.cpp with `--features cuda` (needs the CUDA/NCCL headers of `scripts/setup.sh --cuda`).
+//!   cuda.cpp with `--features cuda` (needs the CUDA, cuBLAS, cuSPARSE, cuSOLVER and NCCL headers
+//!   that `scripts/setup.sh` installs, the CPU setup included).
 use std::path::{Path, PathBuf};
 
 fn main() {
@@ -58,10 +59,15 @@ fn compile_shim(lib: &Path, cuda: bool) {
 fn cuda_includes(site: &Path) -> [PathBuf; 2] {
     let cuda = site.join("nvidia/cu13/include");
     let nccl = site.join("nvidia/nccl/include");
+    // ATen's CUDA context (through c10d's NCCL headers) includes cuBLAS', cuSPARSE's and
+    // cuSOLVER's headers too.
     let needed = [
         cuda.join("cuda_runtime_api.h"), // nvidia-cuda-runtime
         cuda.join("crt/host_config.h"),  // nvidia-cuda-crt
         cuda.join("nv/target"),          // nvidia-cuda-cccl
+        cuda.join("cublas_v2.h"),        // nvidia-cublas
+        cuda.join("cusparse.h"),         // nvidia-cusparse
+        cuda.join("cusolverDn.h"),       // nvidia-cusolver
         nccl.join("nccl.h"),             // nvidia-nccl-cu13
     ];
     let missing: Vec<String> =
@@ -69,7 +75,7 @@ fn cuda_includes(site: &Path) -> [PathBuf; 2] {
     if !missing.is_empty() {
         panic!(
             "--features cuda needs the CUDA and NCCL headers of the nvidia wheels, missing: {}; \
-             run scripts/setup.sh --cuda",
+             run scripts/setup.sh (it installs them)",
             missing.join(", ")
         );
     }

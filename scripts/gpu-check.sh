@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Runs the gpu-check binary on a GPU machine and prints its one table, one or more rows per check:
+# Runs the gpu-check binary on a GPU machine and prints its one table, one or more rows per check,
+# cheapest first (the binary prints each check's time estimate before it starts):
 #   - flash attention (dense, window, varlen; fwd and bwd) against an fp32 SDPA reference;
+#   - the FP8 head against bf16; Muon's Newton-Schulz (bf16); our AdamW against the fused one;
+#   - record #84's first two optimizer steps through a one-rank NCCL group against the single
+#     backend (NCCL's dtype and device rules hold at any world size);
 #   - record #1 at full shape: ms/step, fwd+bwd, tokens/s, MFU, peak memory;
-#   - our AdamW against the fused one; one lab-size step eager against CUDA-graph replay;
-#   - record #29, one rank's batch (49,152 packed tokens) on 1 GPU: ms/step at ws 3 / 7 / 11
-#     (fwd with the FP8 head, bwd, DistAdam + Muon, zero grads), tokens/s, peak memory;
-#   - record #29's eval forward over 262,144 tokens (bf16 head): ms/call, peak memory;
-#   - the FP8 head against bf16 at [49152, 768] x [50304, 768]: relative errors, ms fwd+bwd;
-#   - Muon's Newton-Schulz (bf16) on [768, 3072] and [4, 768, 768]: ms/call, singular values;
-#   - then `records profile` of #29's trace at full shape: where the time of a step goes.
+#   - records #29-#84, one rank's batch on 1 GPU: ms/step at each stage, tokens/s, peak memory,
+#     and their eval forwards over 262,144 tokens;
+#   - last, one lab-size step eager against CUDA-graph replay;
+#   - then `records profile` of #29's trace at full shape, when FineWeb shards are there.
 #
 # Build on any machine (no GPU needed) and carry target/release/gpu-check along:
 #     cargo build --release -p gpu-check --features cuda
@@ -16,13 +17,14 @@
 # wheels; no Rust toolchain):
 #     bash scripts/gpu-check.sh [gpu-check options, e.g. --batch 8]
 # The table lands in $OUT/gpu-check.md (a temp dir without $OUT), with the console log beside it.
-# Environment: BIN (the binary), PYTHON (default python3), GPU_CHECK_TIMEOUT (seconds, 240).
-# Worst case about 4.5 minutes: 30 s to import torch, 240 s for the binary.
+# Environment: BIN (the binary), PYTHON (default python3), GPU_CHECK_TIMEOUT (seconds, 200).
+# Worst case under 4 minutes: 30 s to import torch, 200 s for the binary, whose checks stop
+# starting at 3/4 of that; the table is rewritten after every row, so a cut run still has one.
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=${BIN:-$ROOT/target/release/gpu-check}
 PY=${PYTHON:-python3}
-LIMIT=${GPU_CHECK_TIMEOUT:-240}
+LIMIT=${GPU_CHECK_TIMEOUT:-200}
 RESULTS=${OUT:-$(mktemp -d)}
 mkdir -p "$RESULTS"
 die() { echo "gpu-check.sh: error: $*" >&2; exit 1; }
@@ -66,7 +68,8 @@ fi
 echo "== gpu-check (timeout ${LIMIT}s)"
 TABLE="$RESULTS/gpu-check.md"
 rm -f "$TABLE"
-# Checks not started by 3/4 of the limit are skipped, so the table usually ends before the timeout.
+# Checks whose estimate would end past 3/4 of the limit are skipped, so the table usually ends
+# before the timeout.
 timeout "$LIMIT" "$BIN" --out "$TABLE" --budget-s $((LIMIT * 3 / 4)) "$@" 2>&1 | tee "$RESULTS/gpu-check.log"
 RC=${PIPESTATUS[0]}
 if [ "$RC" = 124 ]; then

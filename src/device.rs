@@ -9,15 +9,22 @@ pub struct Target {
 }
 
 impl Target {
-    /// `cuda:<local_rank>` when CUDA is usable, else the CPU.
-    pub fn pick(prefer_cpu: bool, local_rank: usize) -> Target {
-        if !prefer_cpu && tch::Cuda::is_available() {
-            Target { device: Device::Cuda(local_rank), compute: Kind::BFloat16 }
-        } else {
-            flush_denormals();
-            keep_freed_memory();
-            Target { device: Device::Cpu, compute: Kind::Float }
+    /// The CPU (`--cpu`), else `cuda:<index>` for this rank, made its current device. A run not
+    /// told `--cpu` that finds no usable CUDA stops here with the reason: never a silent
+    /// fallback to the CPU.
+    pub fn pick(cpu: bool, local_rank: usize) -> anyhow::Result<Target> {
+        if cpu {
+            return Ok(Target::cpu());
         }
+        let index = cuda_device(local_rank)?;
+        Ok(Target { device: Device::Cuda(index), compute: Kind::BFloat16 })
+    }
+
+    /// fp32 on the CPU, with the CPU settings below.
+    pub fn cpu() -> Target {
+        flush_denormals();
+        keep_freed_memory();
+        Target { device: Device::Cpu, compute: Kind::Float }
     }
 
     pub fn describe(&self) -> String {
@@ -40,6 +47,41 @@ impl Target {
             tch::Cuda::synchronize(i as i64);
         }
     }
+}
+
+/// This rank's CUDA device: `LOCAL_RANK` among the visible devices, or the only one when the
+/// launcher binds each rank to its own (Slurm's per-task `CUDA_VISIBLE_DEVICES`). It becomes the
+/// thread's current device, so streams, graphs and NCCL use it rather than GPU 0.
+#[cfg(feature = "cuda")]
+fn cuda_device(local_rank: usize) -> anyhow::Result<usize> {
+    use anyhow::Context;
+    let count = crate::shim::cuda::device_count().with_context(|| {
+        format!(
+            "no usable CUDA device (libtorch_cuda loaded: {}, devices: {}); pass --cpu to train on \
+             the CPU",
+            tch::utils::has_cudart(),
+            tch::Cuda::device_count()
+        )
+    })?;
+    let index = match count {
+        1 => 0,
+        n if local_rank < n => local_rank,
+        n => anyhow::bail!(
+            "LOCAL_RANK {local_rank} but this process sees {n} CUDA devices (0-{}); bind one \
+             device per rank or run at most {n} ranks per node",
+            n - 1
+        ),
+    };
+    crate::shim::cuda::set_device(index)?;
+    Ok(index)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_device(_local_rank: usize) -> anyhow::Result<usize> {
+    anyhow::bail!(
+        "this train binary was built without CUDA, so it cannot use a GPU; pass --cpu to train \
+         on the CPU, or build with `cargo build --release -p trainer --features cuda`"
+    )
 }
 
 /// A small GPT's gradients go denormal on CPU and sgemm then runs ~30x slower (8.9 s vs 0.31 s

@@ -99,7 +99,7 @@ pub fn run(cfg: &RunConfig) -> Result<f64> {
         let plan = schedule.at(step);
         if last || step % r.val_every == 0 {
             let local = evaluate(&model, &val, cfg.target, &plan)?;
-            val_loss = mean_over_ranks(step_ctx.coll, local)?;
+            val_loss = mean_over_ranks(step_ctx.coll, Tensor::from(local).to_device(dev))?;
             if !val_loss.is_finite() {
                 bail!("step {step}: val loss is {val_loss}; stopping");
             }
@@ -182,7 +182,8 @@ impl StepCtx<'_> {
         let per_reference_rank = r.batch_tokens as f64 * plan.batch_share;
         let grad_mult =
             if r.loss_sum { per_reference_rank / r.reference_ranks.max(1) as f64 } else { 1.0 };
-        let mut loss_sum = 0.0;
+        // The loss stays on the device until the ranks have averaged it: one host read a step.
+        let mut loss_sum = Tensor::zeros([], (Kind::Double, self.dev));
         let sizes = ((self.micro)(plan), plan.max_doc_len);
         for batch in train.next_step(self.accum, sizes, self.dev)? {
             let (windows, yarn_window) = (plan.windows, plan.yarn_window);
@@ -196,7 +197,7 @@ impl StepCtx<'_> {
             };
             let loss = self.model.loss(&batch.inputs, &batch.targets, &ctx)?;
             (&loss * (grad_mult / self.accum as f64)).backward();
-            loss_sum += loss.double_value(&[]);
+            loss_sum += loss.detach().to_kind(Kind::Double);
         }
         let loss = mean_over_ranks(self.coll, loss_sum / self.accum as f64)?;
         if !loss.is_finite() {
@@ -239,12 +240,10 @@ fn evaluate(model: &Gpt, val: &Val, target: Target, plan: &Plan) -> Result<f64> 
     })
 }
 
-/// The mean of one number over all ranks (every rank gets it).
-fn mean_over_ranks(coll: &mut dyn Collectives, x: f64) -> Result<f64> {
-    if coll.world() == 1 {
-        return Ok(x);
-    }
-    let mut t = [Tensor::from_slice(&[x])];
+/// The mean over all ranks of a 0-dim tensor on the training device (NCCL takes no other), read
+/// by the host once.
+fn mean_over_ranks(coll: &mut dyn Collectives, x: Tensor) -> Result<f64> {
+    let mut t = [x];
     coll.all_reduce(&mut t, Op::Avg)?;
-    Ok(t[0].double_value(&[0]))
+    Ok(t[0].double_value(&[]))
 }

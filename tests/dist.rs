@@ -1,4 +1,5 @@
-//! Data-parallel ranks: the rank environment, and the TCP backend with ranks as threads.
+//! Data-parallel ranks: the rank environment, the TCP backend with ranks as threads, and NCCL's
+//! contract held by every backend.
 mod common;
 
 use common::{free_port, rank_env, vars};
@@ -6,6 +7,8 @@ use std::net::TcpListener;
 use std::thread;
 use std::time::{Duration, Instant};
 use tch::{Device, Kind, Tensor};
+use trainer::dist::contract::Checked;
+use trainer::dist::single::Single;
 use trainer::dist::{self, Collectives, DistError, EnvError, Op, RankEnv, Source};
 
 fn env_err(pairs: &[(&str, &str)]) -> String {
@@ -370,4 +373,56 @@ fn two_ranks_match_one_rank_with_twice_the_accumulation() {
         assert!(diff < 1e-6, "rank {rank} weights differ by {diff}");
     }
     assert!(per_rank[0].1.equal(&per_rank[1].1), "ranks must hold identical weights");
+}
+
+#[test]
+fn every_backend_holds_to_nccls_contract_one_rank_too() {
+    // One rank: the single backend copies, but a bf16 grad scattered into an fp32 buffer or a
+    // tensor off the training device would stop NCCL, so it is refused here as well.
+    let mut single = dist::init(&RankEnv::single(), Device::Cpu).unwrap();
+    let mut out = Tensor::zeros([4], (Kind::Float, Device::Cpu));
+    let bf16 = Tensor::zeros([4], (Kind::BFloat16, Device::Cpu));
+    let err = single.reduce_scatter(&mut out, &bf16, Op::Avg).unwrap_err().to_string();
+    assert_eq!(err, "reduce_scatter: input is BFloat16 but output is Float; NCCL needs one dtype");
+    let err = single.all_gather(&mut out, &bf16).unwrap_err().to_string();
+    assert!(err.starts_with("all_gather: input is BFloat16 but output is Float"), "{err}");
+    let mut mixed = [Tensor::zeros([1], (Kind::Float, Device::Cpu)), bf16.shallow_clone()];
+    let err = single.all_reduce(&mut mixed, Op::Avg).unwrap_err().to_string();
+    assert!(err.starts_with("all_reduce: tensor 1 is BFloat16 but tensor 0 is Float"), "{err}");
+    let mut ints = [Tensor::zeros([1], (Kind::Int64, Device::Cpu))];
+    assert!(single.all_reduce(&mut ints, Op::Avg).is_err(), "Op::Avg on integers");
+    // Same dtypes, same device: it copies.
+    let input = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0]);
+    single.reduce_scatter(&mut out, &input, Op::Avg).unwrap();
+    assert!(same_bits(&out, &input));
+
+    // A rank training on a GPU must pass GPU tensors: a host-made tensor (a loss built with
+    // Tensor::from_slice) is refused by name. The check compares devices only, so it needs none.
+    let mut gpu_rank = Checked::new(Box::new(Single), Device::Cuda(0));
+    let mut loss = [Tensor::from_slice(&[2.5f64])];
+    let err = gpu_rank.all_reduce(&mut loss, Op::Avg).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "all_reduce: tensor 0 is on Cpu, not on this rank's training device Cuda(0) (NCCL takes \
+         only tensors on the rank's GPU)"
+    );
+}
+
+#[test]
+fn tcp_ranks_hold_to_nccls_contract_before_any_exchange() {
+    let results = ranks(2, 30, |rank, coll| {
+        let mut coll = Checked::new(coll, Device::Cpu);
+        let mut out = Tensor::zeros([3], (Kind::Float, Device::Cpu));
+        let input = Tensor::zeros([6], (Kind::BFloat16, Device::Cpu));
+        let err = coll.reduce_scatter(&mut out, &input, Op::Avg).unwrap_err().to_string();
+        // Both ranks refused before sending, so the backend is still usable.
+        coll.barrier().unwrap();
+        (rank, err)
+    });
+    for (rank, err) in results {
+        assert_eq!(
+            err, "reduce_scatter: input is BFloat16 but output is Float; NCCL needs one dtype",
+            "rank {rank}"
+        );
+    }
 }

@@ -25,7 +25,7 @@ fn nan_loss_stops_the_run_naming_the_step() {
         train_files: vec![train],
         val_files: vec![val],
         out: None,
-        target: Target::pick(true, 0),
+        target: Target::cpu(),
         ranks: RankEnv::single(),
         header: vec![],
     };

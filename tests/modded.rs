@@ -17,6 +17,14 @@ use trainer::recipe::{self, lab, Recipe, Scale, Softcap, Windows};
 
 const F64: (Kind, Device) = (Kind::Double, Device::Cpu);
 
+/// libtorch's generator is global and the tests of one binary run on parallel threads: a test
+/// whose numbers depend on its draws holds this while it seeds and draws.
+static RNG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn rng() -> std::sync::MutexGuard<'static, ()> {
+    RNG.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn record_29(scale: Scale) -> Recipe {
     let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/records/29.toml"));
     Recipe::from_manifest(path, scale, None).unwrap()
@@ -30,6 +38,7 @@ fn close(a: &Tensor, b: &Tensor) -> f64 {
 /// by -t·f_j (upstream's sign).
 #[test]
 fn rotary_turns_each_pair_by_hand_computed_angles() {
+    let _rng = rng();
     let rot = Rotary::new(
         &recipe::Rotary { base: 1024.0, truncated: true, interleaved: false },
         8,
@@ -62,6 +71,7 @@ fn rotary_turns_each_pair_by_hand_computed_angles() {
 
 #[test]
 fn standard_rotary_uses_base_to_the_minus_two_j_over_d() {
+    let _rng = rng();
     let rot = Rotary::new(
         &recipe::Rotary { base: 100.0, truncated: false, interleaved: false },
         4,
@@ -173,6 +183,7 @@ fn bad_technique_keys_are_named() {
 /// Spec §2.1: 275,743,576 parameters, and the scalars' layout.
 #[test]
 fn full_scale_parameter_count_and_scalars_match_the_spec() {
+    let _rng = rng();
     let (_, params, _) = build(&record_29(Scale::Full));
     let n: i64 = params.iter().map(|p| p.tensor.numel() as i64).sum();
     assert_eq!(n, 275_743_576);
@@ -230,6 +241,7 @@ fn record_29_scalar_layout_is_reserved_in_build_order() {
 /// it, nothing in other documents, and nothing more than a window (per layer) after it.
 #[test]
 fn documents_are_isolated_in_the_assembled_model() {
+    let _rng = rng();
     let r = record_29(Scale::Lab);
     let (gpt, params, _) = build(&r);
     // Zero-initialised output projections would hide every path: give them values.
@@ -256,6 +268,7 @@ fn documents_are_isolated_in_the_assembled_model() {
 /// Evaluation runs the head in slices past 65,536 tokens: the same mean as all logits at once.
 #[test]
 fn sliced_evaluation_loss_equals_the_whole() {
+    let _rng = rng();
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/records/29.toml"))
         .unwrap()
         .replace("val_tokens = 16384", "val_tokens = 81920")
@@ -280,6 +293,7 @@ fn sliced_evaluation_loss_equals_the_whole() {
 /// a run with it ends exactly where a run without it does.
 #[test]
 fn the_untimed_warmup_leaves_no_trace() {
+    let _rng = rng();
     use trainer::device::Target;
     use trainer::dist::RankEnv;
     use trainer::train::{run, RunConfig};
@@ -309,7 +323,7 @@ fn the_untimed_warmup_leaves_no_trace() {
             train_files: vec![train.clone()],
             val_files: vec![val.clone()],
             out: None,
-            target: Target::pick(true, 0),
+            target: Target::cpu(),
             ranks: RankEnv::single(),
             header: vec![],
         })
@@ -324,6 +338,7 @@ fn the_untimed_warmup_leaves_no_trace() {
 /// it does, even without value embeddings, U-net or x0 lambdas.
 #[test]
 fn windowed_attention_alone_has_its_value_lambdas() {
+    let _rng = rng();
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/records/29.toml"))
         .unwrap()
         .replace("value_embed_layers = \"012......012\"", "")

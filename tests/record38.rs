@@ -31,6 +31,28 @@ fn mlp_layers_drop_the_mlp_of_layer_0() {
     assert_eq!(lab.mlp_layers.as_deref(), Some("MMMM"), "the lab takes layers 1, 4, 7, 10");
 }
 
+/// Upstream's `(1/1024) ** torch.linspace(0, 1, 32)`, evaluated by libtorch in fp32 as upstream's
+/// is, then 32 zeros. The f64 power rounded to fp32 that ours used before misses it by up to
+/// a few ulps (6e-8: one bf16 ulp of the angle at position ~1,000, 0.03 rad at 262,143).
+#[test]
+fn truncated_rotary_frequencies_are_upstreams_fp32_powers() {
+    let rot = record_29_with("", Scale::Full).rotary.expect("#29 has rotary");
+    let got = Rotary::freqs(&rot, 128);
+    let steps = Tensor::linspace(0.0, 1.0, 32, (Kind::Float, Device::Cpu));
+    let upstream = Vec::<f32>::try_from(&Tensor::pow_scalar(1.0 / 1024.0, &steps)).unwrap();
+    assert_eq!(&got[..32], upstream.as_slice());
+    assert!(got[32..].iter().all(|&f| f == 0.0), "the other 32 pairs do not turn");
+    assert_eq!((got[0], got[31]), (1.0, 1.0 / 1024.0), "the ends are exact");
+    let f64_rounded: Vec<f32> = (0..32).map(|j| 1024f64.powf(-(j as f64) / 31.0) as f32).collect();
+    let ulps: Vec<i64> = got
+        .iter()
+        .zip(&f64_rounded)
+        .map(|(a, b)| (a.to_bits() as i64 - b.to_bits() as i64).abs())
+        .collect();
+    assert!(ulps.iter().all(|&u| u <= 4), "near the exact powers: {ulps:?}");
+    assert!(ulps.iter().any(|&u| u > 0), "and not the f64 powers rounded: {ulps:?}");
+}
+
 /// #31: YaRN at full scale (head dim 128, block 128) after the growths 3 -> 7 -> 11 -> 13: the
 /// frequency multipliers and softmax scales of the spec (§2.3, §2.5; float64 recomputation).
 #[test]

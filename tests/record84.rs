@@ -197,6 +197,87 @@ fn qk_head_pairs_are_orthogonalized_apart() {
     assert!(!t.detach().narrow(0, 0, c).allclose(&whole, 1e-3, 1e-3, false), "not as one Q");
 }
 
+/// #80 with NorMuon: each block's second moment is reduced along the dim its shape picks, as
+/// upstream's (`-1` when rows ≥ cols, else `-2`): per column for full size's wide 256 x 768
+/// Q/K pairs, per row for a square pair (here heads of 4 at C = 8: 8 x 8) and for V and O. One
+/// step from zero moments scales each row (or column) of the orthogonalized block o by
+/// 1/√((1−β2)·mean(o²)), then the block back to o's Frobenius norm.
+#[test]
+fn qk_head_pair_moments_follow_the_blocks_shape() {
+    use tch::{Device, Kind, Tensor};
+    use trainer::dist::single::Single;
+    use trainer::model::params::{Group, Opt, Param, Role};
+    use trainer::optim::muon::{Muon, MuonConfig};
+    use trainer::optim::polar_express;
+    use trainer::recipe::Orthogonalizer;
+    let (c, block, beta2) = (8i64, 8i64, 0.95);
+    let cfg = MuonConfig {
+        lr: 0.1,
+        weight_decay: 0.0,
+        ns_steps: 5,
+        orthogonalizer: Orthogonalizer::PolarExpress,
+        beta2: Some(beta2),
+        cautious_wd: false,
+        gate_rows: false,
+        qkvo_square: true,
+        qk_block: Some(block),
+        kind: Kind::Float,
+    };
+    tch::manual_seed(80);
+    let g = Tensor::randn([4 * c, c], (Kind::Float, Device::Cpu));
+    let tensor = Tensor::zeros([4 * c, c], (Kind::Float, Device::Cpu)).set_requires_grad(true);
+    let t = tensor.shallow_clone();
+    let group = Group { role: Role::Qkvo, ..Group::new(Opt::Muon, 1.0) };
+    let mut muon = Muon::new(vec![Param { name: "qkvo".into(), tensor, group }], cfg).unwrap();
+    (&t * &g).sum(Kind::Float).backward();
+    muon.step(&mut Single, 1.0, 0.0).unwrap();
+    let normalized = |x: &Tensor, dim: i64| {
+        let o = polar_express::orthogonalize(x, Kind::Float).to_kind(Kind::Double);
+        let s = o.square().mean_dim(dim, true, Kind::Double) * (1.0 - beta2);
+        let scaled = &o / s.clamp_min(1e-10).sqrt();
+        let frob = |t: &Tensor| {
+            t.square().sum_dim_intlist([-2i64, -1].as_slice(), true, Kind::Double).sqrt()
+        };
+        (&scaled * (frob(&o) / frob(&scaled))).reshape([-1, c])
+    };
+    let qk = g.narrow(0, 0, 2 * c).reshape([-1, block, c]);
+    let vo = g.narrow(0, 2 * c, 2 * c).reshape([2, c, c]);
+    let want = Tensor::cat(&[normalized(&qk, -1), normalized(&vo, -1)], 0) * -0.1;
+    let got = t.detach().to_kind(Kind::Double);
+    assert!(got.allclose(&want, 1e-4, 1e-6, false), "square Q/K pairs: moments per row");
+    let per_column = normalized(&qk, -2) * -0.1;
+    assert!(!got.narrow(0, 0, 2 * c).allclose(&per_column, 1e-3, 1e-4, false), "not per column");
+}
+
+/// #73: the per-sublayer lambdas are fp32 parameters rounded to the stream's kind before they
+/// scale it (upstream's `.bfloat16()`): on a bf16 stream, r_m = √1.1 scales as bf16(√1.1).
+#[test]
+fn parallel_residual_lambdas_scale_a_bf16_stream_as_bf16() {
+    use tch::{nn, Device, Kind, Tensor};
+    use trainer::model::parallel_residuals::{Inits, ParallelResiduals};
+    use trainer::model::params::{Group, Opt, ParamSet};
+    let vs = nn::VarStore::new(Device::Cpu);
+    let mut ps = ParamSet::new(vs.root());
+    let g = Group::new(Opt::Adam, 1.0);
+    let inits = Inits { resid: 1.1f64.sqrt(), bigram: 0.05 };
+    let p = ParallelResiduals::new(&mut ps, 2, inits, (g, g));
+    tch::manual_seed(73);
+    let x = Tensor::randn([4, 64], (Kind::Float, Device::Cpu)).to_kind(Kind::BFloat16);
+    let m = Tensor::randn([4, 64], (Kind::Float, Device::Cpu)).to_kind(Kind::BFloat16);
+    let got = p.after_mlp(1, &x, &m);
+    assert_eq!(got.kind(), Kind::BFloat16);
+    // Each product in fp32 and rounded to bf16, then the sum rounded: the CPU's bf16 arithmetic.
+    let times = |t: &Tensor, lambda: f64| (t.to_kind(Kind::Float) * lambda).to_kind(Kind::BFloat16);
+    let sum = |a: Tensor, b: Tensor| {
+        (a.to_kind(Kind::Float) + b.to_kind(Kind::Float)).to_kind(Kind::BFloat16)
+    };
+    let r32 = 1.1f64.sqrt() as f32; // the fp32 parameter
+    let r_bf16 = Tensor::from(r32).to_kind(Kind::BFloat16).double_value(&[]);
+    assert!(got.equal(&sum(times(&x, r_bf16), times(&m, 1.0))), "bf16(√1.1)·x + m");
+    let unrounded = sum(times(&x, f64::from(r32)), times(&m, 1.0));
+    assert!(!got.equal(&unrounded), "the fp32 lambda would round some products differently");
+}
+
 fn record_84(scale: Scale) -> trainer::recipe::Recipe {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/records/84.toml");
     trainer::recipe::Recipe::from_manifest(std::path::Path::new(path), scale, None).unwrap()

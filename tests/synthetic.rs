@@ -33,7 +33,7 @@ fn short_run_approaches_the_entropy_rate() {
         train_files: vec![train_file],
         val_files: vec![val_file],
         out: Some(out.clone()),
-        target: Target::pick(true, 0),
+        target: Target::cpu(),
         ranks: trainer::dist::RankEnv::single(),
         header: vec![],
     };

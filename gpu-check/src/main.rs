@@ -1,9 +1,9 @@
 //! `gpu-check`: one markdown table of what a CUDA build does on this GPU. Flash attention against
-//! an SDPA reference (dense, window, varlen, backward), record #1 at full shape on one GPU
-//! (ms/step, tokens/s, MFU, peak memory), our AdamW against the fused one, one training step
-//! eager against CUDA-graph replay, and record #29 at full shape on one GPU: one rank's training
-//! step at each window stage, the 262,144-token eval forward, the FP8 head against bf16 and
-//! Muon's Newton–Schulz. Each check lives in its own module; every check catches its own errors,
+//! an SDPA reference (dense, window, varlen, backward), the FP8 head against bf16, Muon's
+//! Newton–Schulz, our AdamW against the fused one, record #84's optimizer through a one-rank
+//! NCCL group, record #1 at full shape on one GPU (ms/step, tokens/s, MFU, peak memory), the
+//! modern records at full shape on one GPU (one rank's training step at each stage, the
+//! 262,144-token eval forward), and last one training step eager against CUDA-graph replay. Each check lives in its own module; every check catches its own errors,
 //! so one failure prints `error: ...` in its row and the rest still run. scripts/gpu-check.sh
 //! runs it on a GPU machine:
 //!
@@ -22,6 +22,8 @@ mod fp8;
 mod graphs;
 #[cfg(feature = "cuda")]
 mod model;
+#[cfg(feature = "cuda")]
+mod nccl;
 #[cfg(feature = "cuda")]
 mod newton_schulz;
 #[cfg(feature = "cuda")]
@@ -56,8 +58,9 @@ struct Args {
     /// Timed steps per measurement, after the warmup steps.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
     steps: u32,
-    /// Checks not started within this many seconds are skipped (the table stays complete).
-    #[arg(long, default_value_t = 180)]
+    /// A check whose estimate would end past this many seconds is skipped (the table stays
+    /// complete).
+    #[arg(long, default_value_t = 150)]
     budget_s: u64,
 }
 
@@ -99,6 +102,7 @@ fn run(args: &Args) -> anyhow::Result<bool> {
     if args.device as i64 >= count {
         anyhow::bail!("--device {} but only {count} CUDA devices", args.device);
     }
+    trainer::shim::cuda::set_device(args.device)?;
     let ctx = Ctx::new(args.device, args.batch, args.steps as usize);
     let start = Instant::now();
     let mut rows = vec![Row::new(
@@ -106,41 +110,52 @@ fn run(args: &Args) -> anyhow::Result<bool> {
         format!("cuda:{} of {count}", args.device),
         format!("libtorch 2.11.0 (tch 0.24); cuDNN {}", tch::Cuda::cudnn_is_available()),
     )];
-    type Check = (&'static str, fn(&Ctx) -> anyhow::Result<Vec<Row>>);
-    let checks: [Check; 27] = [
-        ("flash fwd: dense causal", attention::dense),
-        ("flash fwd: causal window 64", attention::window),
-        ("flash fwd: varlen documents", attention::varlen),
-        ("flash fwd: varlen documents + window 64", attention::varlen_window),
-        ("flash bwd: dense causal", attention::backward_dense),
-        ("flash bwd: varlen documents + window 64", attention::backward_varlen),
-        ("record #1 full shape", record1::check),
-        ("AdamW over record #1's params", adamw::check),
-        ("CUDA graph: one lab-size step", graphs::check),
-        ("record #29, 1 GPU, one rank's batch", record_step::step_29),
-        ("record #29 eval forward, 262,144 tokens", record_step::eval_29),
-        ("record #38, 1 GPU, one rank's batch", record_step::step_38),
-        ("record #38 eval forward, 262,144 tokens", record_step::eval_38),
-        ("record #46, 1 GPU, one rank's batch", record_step::step_46),
-        ("record #46 eval forward, 262,144 tokens", record_step::eval_46),
-        ("record #53, 1 GPU, one rank's batch", record_step::step_53),
-        ("record #53 eval forward, 262,144 tokens", record_step::eval_53),
-        ("record #54, 1 GPU, one rank's batch", record_step::step_54),
-        ("record #54 eval forward, 262,144 tokens", record_step::eval_54),
-        ("record #62, 1 GPU, one rank's batch", record_step::step_62),
-        ("record #62 eval forward, 262,144 tokens", record_step::eval_62),
-        ("record #63, 1 GPU, one rank's batch", record_step::step_63),
-        ("record #63 eval forward, 262,144 tokens", record_step::eval_63),
-        ("record #84, 1 GPU, one rank's batch", record_step::step_84),
-        ("record #84 eval forward, 262,144 tokens", record_step::eval_84),
-        ("FP8 head vs bf16", fp8::check),
-        ("Muon Newton–Schulz (bf16)", newton_schulz::check),
+    // Cheap checks of one thing each first, then the full-shape records, the CUDA graph last:
+    // a capture that goes wrong can leave the device unusable for what follows. The estimates
+    // (seconds on one H200, the model's build included) decide what fits in the budget.
+    type Check = (&'static str, u64, fn(&Ctx) -> anyhow::Result<Vec<Row>>);
+    let checks: [Check; 28] = [
+        ("flash fwd: dense causal", 2, attention::dense),
+        ("flash fwd: causal window 64", 1, attention::window),
+        ("flash fwd: varlen documents", 1, attention::varlen),
+        ("flash fwd: varlen documents + window 64", 1, attention::varlen_window),
+        ("flash bwd: dense causal", 1, attention::backward_dense),
+        ("flash bwd: varlen documents + window 64", 1, attention::backward_varlen),
+        ("FP8 head vs bf16", 3, fp8::check),
+        ("Muon Newton–Schulz (bf16)", 2, newton_schulz::check),
+        ("AdamW over record #1's params", 3, adamw::check),
+        ("NCCL, world 1: record #84's first two optimizer steps", 12, nccl::check),
+        ("record #84, 1 GPU, one rank's batch", 15, record_step::step_84),
+        ("record #1 full shape", 8, record1::check),
+        ("record #29, 1 GPU, one rank's batch", 12, record_step::step_29),
+        ("record #62, 1 GPU, one rank's batch", 15, record_step::step_62),
+        ("record #53, 1 GPU, one rank's batch", 15, record_step::step_53),
+        ("record #84 eval forward, 262,144 tokens", 6, record_step::eval_84),
+        ("record #29 eval forward, 262,144 tokens", 6, record_step::eval_29),
+        ("record #38, 1 GPU, one rank's batch", 12, record_step::step_38),
+        ("record #46, 1 GPU, one rank's batch", 15, record_step::step_46),
+        ("record #54, 1 GPU, one rank's batch", 15, record_step::step_54),
+        ("record #63, 1 GPU, one rank's batch", 15, record_step::step_63),
+        ("record #38 eval forward, 262,144 tokens", 6, record_step::eval_38),
+        ("record #46 eval forward, 262,144 tokens", 6, record_step::eval_46),
+        ("record #53 eval forward, 262,144 tokens", 6, record_step::eval_53),
+        ("record #54 eval forward, 262,144 tokens", 6, record_step::eval_54),
+        ("record #62 eval forward, 262,144 tokens", 6, record_step::eval_62),
+        ("record #63 eval forward, 262,144 tokens", 6, record_step::eval_63),
+        ("CUDA graph: one lab-size step", 5, graphs::check),
     ];
-    for (name, check) in checks {
-        let new = if start.elapsed().as_secs() >= args.budget_s {
-            let why = format!("past the {} s budget (--budget-s)", args.budget_s);
+    let (n, total): (usize, u64) = (checks.len(), checks.iter().map(|c| c.1).sum());
+    eprintln!("gpu-check: {n} checks, about {total} s in all; budget {} s", args.budget_s);
+    for (i, (name, estimate, check)) in checks.into_iter().enumerate() {
+        let elapsed = start.elapsed().as_secs();
+        let new = if elapsed + estimate > args.budget_s {
+            let why = format!(
+                "about {estimate} s, and {elapsed} s of the {} s budget (--budget-s) are spent",
+                args.budget_s
+            );
             vec![Row::status(name, Status::Skipped, why)]
         } else {
+            eprintln!("gpu-check: [{}/{n}] {name}: about {estimate} s (at {elapsed} s)", i + 1);
             util::guarded(|| check(&ctx))
                 .unwrap_or_else(|e| vec![Row::status(name, Status::Error(format!("{e:#}")), "")])
         };

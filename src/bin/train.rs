@@ -1,7 +1,8 @@
 //! `train`: run one record's recipe. The `records` CLI launches it; it also runs by hand:
 //!
-//!   train --manifest records/01.toml --scale lab --data data/default --out /tmp/run
+//!   train --manifest records/01.toml --scale lab --data data/default --out /tmp/run --cpu
 //!   train --manifest records/29.toml --scale lab --print-schedule   # or --print-layout, --print-recipe
+//!   train --manifest records/84.toml --scale full --print-params     # each parameter's optimizer
 use anyhow::{Context, Result};
 use clap::Parser;
 use std::path::PathBuf;
@@ -9,6 +10,8 @@ use std::process::ExitCode;
 use trainer::device::Target;
 use trainer::dist::RankEnv;
 use trainer::model::Gpt;
+use trainer::optim::optimizer::Optimizer;
+use trainer::optim::param_table;
 use trainer::optim::schedule::Schedule;
 use trainer::recipe::{Recipe, Scale};
 use trainer::train::{run, RunConfig};
@@ -23,7 +26,10 @@ struct Args {
     #[arg(long, value_enum)]
     scale: ScaleArg,
     /// Folder with *_train_*.bin and *_val_*.bin shards.
-    #[arg(long, required_unless_present_any = ["print_recipe", "print_layout", "print_schedule"])]
+    #[arg(
+        long,
+        required_unless_present_any = ["print_recipe", "print_layout", "print_schedule", "print_params"]
+    )]
     data: Option<PathBuf>,
     /// Folder for train.log, metrics.jsonl, summary.json and recipe.toml.
     #[arg(long)]
@@ -34,9 +40,14 @@ struct Args {
     /// Override the recipe's seed.
     #[arg(long)]
     seed: Option<u64>,
-    /// Run on the CPU even when CUDA is available.
+    /// Train on the CPU. Without it the run needs a usable CUDA device and stops, saying why,
+    /// when there is none.
     #[arg(long)]
     cpu: bool,
+    /// Compute in bf16 with CUDA's storage policy (bf16 embeddings and block matrices, fp32 Adam
+    /// state where the recipe asks) on any device: how tests run the GPU's dtypes on a CPU.
+    #[arg(long, hide = true)]
+    bf16: bool,
     /// Extra `key=value` header lines for the log (tree id, record number, ...).
     #[arg(long = "header", value_parser = parse_kv)]
     headers: Vec<(String, String)>,
@@ -46,6 +57,11 @@ struct Args {
     /// Print the scalar bank's layout (name, range, init) of the built model, and exit.
     #[arg(long)]
     print_layout: bool,
+    /// Print every parameter's optimizer settings (shape, storage, optimizer, lr and decay
+    /// multipliers, betas, eps, state dtype, Muon's blocks and NorMuon's reduce dim) as a GPU
+    /// run holds them (bf16 compute; with --cpu as the CPU lab does), and exit.
+    #[arg(long)]
+    print_params: bool,
     /// Print the schedule's table (lr, momentum, windows at every stage), and exit.
     #[arg(long)]
     print_schedule: bool,
@@ -118,8 +134,22 @@ fn main_inner(args: Args, ranks: RankEnv) -> Result<()> {
         }
         return Ok(());
     }
+    if args.print_params {
+        let compute = if args.cpu { tch::Kind::Float } else { tch::Kind::BFloat16 };
+        let vs = tch::nn::VarStore::new(tch::Device::Cpu);
+        let (_, params) = Gpt::new(vs.root(), &recipe, compute);
+        let (head, rows) = Optimizer::new(params, &recipe, compute)?.param_table();
+        for line in head {
+            println!("# {line}");
+        }
+        print!("{}", param_table::render(&rows));
+        return Ok(());
+    }
     let data = args.data.context("--data is needed to train")?;
-    let target = Target::pick(args.cpu, ranks.local_rank);
+    let mut target = Target::pick(args.cpu, ranks.local_rank)?;
+    if args.bf16 {
+        target.compute = tch::Kind::BFloat16;
+    }
     if let Some(dir) = args.profile {
         let steps = Schedule::new(&recipe).steps();
         // Step 0 warms the kernels up (and is untimed without an explicit warmup).

@@ -10,6 +10,7 @@
 //! Backends: [`single::Single`] for world size 1, [`tcp::Tcp`] for CPU ranks (exact: rank 0 sums
 //! in rank order), and `nccl::Nccl` (`--features cuda`: c10d ProcessGroupNCCL through the shim)
 //! for CUDA ranks.
+pub mod contract;
 pub mod env;
 #[cfg(feature = "cuda")]
 pub mod nccl;
@@ -87,23 +88,26 @@ pub enum DistError {
 
 /// Picks the backend for `env` and `device` (world size 1: `Single`; CPU: `Tcp`; CUDA: `Nccl`)
 /// and joins the other ranks, blocking until all have joined or `env.timeout` passes.
-/// Every collective of several ranks runs in a named range, which the profile counts as
-/// communication.
+/// Every backend holds to NCCL's contract ([`contract`]: tensors on `device`, one dtype per
+/// operation), one rank too. Every collective of several ranks runs in a named range, which the
+/// profile counts as communication.
 pub fn init(env: &RankEnv, device: Device) -> Result<Box<dyn Collectives>, DistError> {
-    if env.world == 1 {
-        return Ok(Box::new(single::Single));
-    }
-    let inner: Box<dyn Collectives> = match device {
-        Device::Cpu => Box::new(tcp::Tcp::connect(env)?),
-        #[cfg(feature = "cuda")]
-        Device::Cuda(i) => Box::new(nccl::Nccl::connect(env, i)?),
-        other => {
-            return Err(DistError::Usage(format!(
-            "no collectives for {other:?} ranks (CUDA ranks need NCCL: build with --features cuda)"
-        )))
-        }
+    let backend: Box<dyn Collectives> = if env.world == 1 {
+        Box::new(single::Single)
+    } else {
+        let inner: Box<dyn Collectives> = match device {
+            Device::Cpu => Box::new(tcp::Tcp::connect(env)?),
+            #[cfg(feature = "cuda")]
+            Device::Cuda(i) => Box::new(nccl::Nccl::connect(env, i)?),
+            other => {
+                return Err(DistError::Usage(format!(
+                "no collectives for {other:?} ranks (CUDA ranks need NCCL: build with --features cuda)"
+            )))
+            }
+        };
+        Box::new(ranged::Ranged(inner))
     };
-    Ok(Box::new(ranged::Ranged(inner)))
+    Ok(Box::new(contract::Checked::new(backend, device)))
 }
 
 /// Checks that `big` holds `world` times `small`'s elements and that the dtypes agree; returns

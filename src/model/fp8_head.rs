@@ -100,15 +100,26 @@ pub(crate) fn scaled_mm(
     out: Kind,
     fast: bool,
 ) -> Result<Tensor> {
+    let scale = |v: f64| Tensor::scalar_tensor(v, (Kind::Float, a.device()));
+    scaled_mm_by(a, b, &scale(sa), &scale(sb), out, fast)
+}
+
+/// [`scaled_mm`] with the scales as 0-dim fp32 tensors on the operands' device, so a scale
+/// computed on the GPU is never read back by the host.
+pub(crate) fn scaled_mm_by(
+    a: &Tensor,
+    b: &Tensor,
+    sa: &Tensor,
+    sb: &Tensor,
+    out: Kind,
+    fast: bool,
+) -> Result<Tensor> {
     if a.device().is_cuda() {
-        // Per-tensor scales are 0-dim fp32 tensors on the operands' device.
-        let scale = |v: f64| Tensor::scalar_tensor(v, (Kind::Float, a.device()));
-        let (sa, sb) = (scale(sa), scale(sb));
-        return Ok(a.f_internal_scaled_mm(b, &sa, &sb, None::<Tensor>, None, out, fast)?);
+        return Ok(a.f_internal_scaled_mm(b, sa, sb, None::<Tensor>, None, out, fast)?);
     }
     // The kernel multiplies by the scale as an fp32 number (`scale.item<float>()`).
-    let dequant = |t: &Tensor, s: f64| -> Result<Tensor> {
-        Ok(t.f_contiguous()?.f_to_kind(Kind::Float)? * f64::from(s as f32))
+    let dequant = |t: &Tensor, s: &Tensor| -> Result<Tensor> {
+        Ok(t.f_contiguous()?.f_to_kind(Kind::Float)? * s)
     };
     Ok(dequant(a, sa)?.f_matmul(&dequant(b, sb)?)?.f_to_kind(out)?)
 }

@@ -10,7 +10,7 @@
 //! pre = (e4m3(h/s_h) · e4m3(c_fc/s_w)ᵀ) · s_h·s_w
 //! ```
 //! Scaling by the max keeps every value within e4m3fn's ±448, so the casts cannot overflow.
-use super::fp8_head::scaled_mm;
+use super::fp8_head::scaled_mm_by;
 use crate::shim::autograd::custom_function;
 use anyhow::{ensure, Result};
 use tch::{Kind, Tensor};
@@ -29,15 +29,15 @@ pub fn fp8_up_projection(h: &Tensor, w: &Tensor) -> Result<Tensor> {
         &[h.shallow_clone(), w.shallow_clone()],
         |t| {
             let (h, w) = (&t[0], &t[1]);
-            let amax = |x: &Tensor| x.abs().max().to_kind(Kind::Float).double_value(&[]);
-            let s_h = amax(h).max(1e-12) / E4M3_MAX;
+            // The scales stay on the device (0-dim, computed in f64 and rounded once, as a
+            // host f64 would be): no host sync per layer and micro-batch.
+            let amax = |x: &Tensor| x.abs().max().to_kind(Kind::Double).clamp_min(1e-12);
+            let s_h = (amax(h) / E4M3_MAX).to_kind(Kind::Float);
             // Upstream keeps the weight's scale as a bf16 number.
-            let s_w = Tensor::from(amax(w).max(1e-12) / E4M3_MAX)
-                .to_kind(Kind::BFloat16)
-                .double_value(&[]);
-            let h_f8 = (h.to_kind(Kind::Float) / s_h).to_kind(Kind::Float8e4m3fn); // [N, C]
-            let w_f8 = (w.to_kind(Kind::Float) / s_w).to_kind(Kind::Float8e4m3fn); // [H, C]
-            let pre = scaled_mm(&h_f8, &w_f8.tr(), s_h, s_w, h.kind(), true)?; // [N, H]
+            let s_w = (amax(w) / E4M3_MAX).to_kind(Kind::BFloat16).to_kind(Kind::Float);
+            let h_f8 = (h.to_kind(Kind::Float) / &s_h).to_kind(Kind::Float8e4m3fn); // [N, C]
+            let w_f8 = (w.to_kind(Kind::Float) / &s_w).to_kind(Kind::Float8e4m3fn); // [H, C]
+            let pre = scaled_mm_by(&h_f8, &w_f8.tr(), &s_h, &s_w, h.kind(), true)?; // [N, H]
             Ok((pre, vec![h.shallow_clone(), w.shallow_clone()]))
         },
         |grads, saved| {

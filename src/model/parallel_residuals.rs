@@ -7,7 +7,9 @@
 //! x ← r_m[i]·x + p_m[i]·MLP(norm(x))
 //! ```
 //! A layer without attention (upstream's 6) gets neither the injection nor r_a. The lambdas are
-//! parameters of their own (not the scalar bank) in Adam, without decay.
+//! parameters of their own (not the scalar bank) in Adam, without decay, stored in fp32 and
+//! rounded to the stream's kind before they scale it (upstream's `.bfloat16()` on GPUs; on the
+//! CPU's fp32 stream nothing changes).
 use super::params::{Group, ParamSet};
 use tch::{nn, Tensor};
 
@@ -44,7 +46,7 @@ impl ParallelResiduals {
     /// x0, x0b: [B, T, C] -> the stream entering layer 0
     pub fn start(&self, x0: &Tensor, x0b: Option<&Tensor>) -> Tensor {
         match x0b {
-            Some(b) => x0 + b * self.bigram.get(0),
+            Some(b) => x0 + b * self.bigram.get(0).to_kind(x0.kind()),
             None => x0.shallow_clone(),
         }
     }
@@ -58,18 +60,20 @@ impl ParallelResiduals {
         x0: &Tensor,
         x0b: Option<&Tensor>,
     ) -> Tensor {
-        let k = i as i64;
-        let mut out =
-            x * self.resid.get(k).get(0) + a * self.post.get(k).get(0) + x0 * self.x0.get(k);
+        let (k, kind) = (i as i64, x.kind());
+        let lam = |t: Tensor| t.to_kind(kind);
+        let mut out = x * lam(self.resid.get(k).get(0))
+            + a * lam(self.post.get(k).get(0))
+            + x0 * lam(self.x0.get(k));
         if let (Some(b), true) = (x0b, i > 0) {
-            out += b * self.bigram.get(k);
+            out += b * lam(self.bigram.get(k));
         }
         out
     }
 
     /// Layer i's stream after its MLP output `m`. x, m: [B, T, C]
     pub fn after_mlp(&self, i: usize, x: &Tensor, m: &Tensor) -> Tensor {
-        let k = i as i64;
-        x * self.resid.get(k).get(1) + m * self.post.get(k).get(1)
+        let (k, kind) = (i as i64, x.kind());
+        x * self.resid.get(k).get(1).to_kind(kind) + m * self.post.get(k).get(1).to_kind(kind)
     }
 }

@@ -154,7 +154,14 @@ impl Groups {
         let scalar_opt = if r.scalar_betas.is_some() { Opt::ScalarAdam } else { Opt::Adam };
         // Upstream #56 moves the attention and value-embedding gates to Adam.
         let gate_opt = if r.gates_in_adam { Opt::Adam } else { Opt::Muon };
-        let gate = Group { storage: linear_storage, role: Role::Gate, ..fp32(gate_opt, 1.0, true) };
+        // Upstream #57's gate betas: the smear and skip gates' and these, the attention and
+        // value-embedding gates' (Muon ignores betas before #56).
+        let gate = Group {
+            storage: linear_storage,
+            role: Role::Gate,
+            betas: betas(|b| b.gates),
+            ..fp32(gate_opt, 1.0, true)
+        };
         Groups {
             embed,
             value_embeds: Group {

@@ -1,6 +1,7 @@
 //! Rotary position embedding (upstream #2), in upstream #17's form: half-truncated, base 1024,
 //! fp32 tables. Pairs are (x[j], x[j + D/2]); pair j turns by angle t·f_j at position t, with
-//!   truncated: f_j = base^(-j/(D/4 - 1)) for j < D/4 and f_j = 0 for the other D/4 pairs
+//!   truncated: f_j = base^(-j/(D/4 - 1)) for j < D/4 (fp32, as upstream) and f_j = 0 for the
+//!              other D/4 pairs
 //!   standard:  f_j = base^(-2j/D)
 //! and upstream's sign: y1 = x1·cos + x2·sin, y2 = -x1·sin + x2·cos.
 //! Positions are absolute in the packed sequence; attention never crosses documents, and rotary
@@ -40,21 +41,17 @@ impl Rotary {
         Rotary { interleaved, ..self }
     }
 
-    /// The frequency of each of the head's D/2 pairs.
+    /// The frequency of each of the head's D/2 pairs. The truncated ones are computed as
+    /// upstream computes them, to the bit: (1/base)^linspace(0, 1, D/4) in fp32 (libtorch's
+    /// linspace and pow), then D/4 zeros.
     pub fn freqs(r: &recipe::Rotary, head_dim: i64) -> Vec<f32> {
         let half = head_dim / 2;
         if r.truncated {
-            let q = head_dim / 4;
-            (0..half)
-                .map(|j| {
-                    let e = if q > 1 { j as f64 / (q - 1) as f64 } else { 0.0 };
-                    if j < q {
-                        r.base.powf(-e) as f32
-                    } else {
-                        0.0
-                    }
-                })
-                .collect()
+            let steps = Tensor::linspace(0.0, 1.0, head_dim / 4, (Kind::Float, Device::Cpu));
+            let mut f = Vec::<f32>::try_from(&Tensor::pow_scalar(1.0 / r.base, &steps))
+                .expect("rotary: fp32 frequencies");
+            f.resize(half as usize, 0.0);
+            f
         } else {
             (0..half).map(|j| r.base.powf(-2.0 * j as f64 / head_dim as f64) as f32).collect()
         }

@@ -27,6 +27,7 @@
 //! of the touched rows, then each rank averages its shard): the dense reduce-scatter's mean,
 //! with a fraction of the traffic. Ours stays dense.
 use super::cautious_adam;
+use super::param_table::ParamRow;
 use crate::dist::{Collectives, Op};
 use crate::model::params::{Param, Role};
 use crate::recipe::CautiousMask;
@@ -106,16 +107,18 @@ impl DistAdam {
                         g
                     }
                     false => {
-                        let mut g = m.zeros_like();
-                        coll.reduce_scatter(&mut g, &p.tensor.grad(), Op::Avg).with_context(
-                            || format!("dist_adam: reduce_scatter of {}'s grad", p.name),
-                        )?;
+                        // The shard takes the grad's dtype (NCCL's rule), not the state's: bf16
+                        // grads with fp32 moments from #56 on.
+                        let grad = p.tensor.grad();
+                        let mut g = Tensor::zeros(m.size(), (grad.kind(), grad.device()));
+                        coll.reduce_scatter(&mut g, &grad, Op::Avg).with_context(|| {
+                            format!("dist_adam: reduce_scatter of {}'s grad", p.name)
+                        })?;
                         g
                     }
                 };
                 let g = g.to_kind(Kind::Float);
-                // The param's own betas (upstream #57) or the optimizer's.
-                let [b1, b2] = p.group.betas.unwrap_or([self.cfg.beta1, self.cfg.beta2]);
+                let [b1, b2] = betas(&self.cfg, p);
                 let bias = (1.0 - b2.powi(self.t)).sqrt() / (1.0 - b1.powi(self.t));
                 let m32 = m.to_kind(Kind::Float) * b1 + &g * (1.0 - b1);
                 let v32 = v.to_kind(Kind::Float) * b2 + &g * &g * (1.0 - b2);
@@ -143,6 +146,29 @@ impl DistAdam {
             }
             Ok(())
         })
+    }
+
+    /// The rows of `train --print-params` for this Adam's params; `label` names it.
+    pub fn rows(&self, label: &'static str) -> Vec<ParamRow> {
+        self.params
+            .iter()
+            .map(|p| ParamRow {
+                name: p.name.clone(),
+                shape: p.tensor.size(),
+                storage: p.tensor.kind(),
+                optimizer: label,
+                lr_mul: p.group.lr_mul,
+                wd_mul: if p.group.decay { p.group.wd_mul } else { 0.0 },
+                betas: Some(betas(&self.cfg, p)),
+                eps: Some(self.cfg.eps),
+                state: state_kind(&p.tensor, self.cfg.fp32_state),
+                muon_blocks: String::new(),
+            })
+            .collect()
+    }
+
+    pub fn config(&self) -> &AdamConfig {
+        &self.cfg
     }
 
     /// Upstream #53's untie: the head's weight and this rank's Adam state (m, v; the step
@@ -195,7 +221,20 @@ fn shard_zeros(p: &Tensor, world: i64, fp32: bool) -> (Tensor, Tensor) {
     if !is_small(p) {
         shape[0] /= world;
     }
-    let kind = if fp32 { Kind::Float } else { p.kind() };
-    let z = || Tensor::zeros(shape.as_slice(), (kind, p.device()));
+    let z = || Tensor::zeros(shape.as_slice(), (state_kind(p, fp32), p.device()));
     (z(), z())
+}
+
+/// The param's own betas (upstream #57) or the optimizer's.
+fn betas(cfg: &AdamConfig, p: &Param) -> [f64; 2] {
+    p.group.betas.unwrap_or([cfg.beta1, cfg.beta2])
+}
+
+/// The moments' dtype: fp32 from upstream #56, else the param's.
+fn state_kind(p: &Tensor, fp32: bool) -> Kind {
+    if fp32 {
+        Kind::Float
+    } else {
+        p.kind()
+    }
 }

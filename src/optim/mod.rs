@@ -8,5 +8,6 @@ pub mod muon;
 pub mod newton_schulz;
 pub mod normuon;
 pub mod optimizer;
+pub mod param_table;
 pub mod polar_express;
 pub mod schedule;

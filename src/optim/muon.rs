@@ -25,6 +25,7 @@
 //! smallest first) decide which rank orthogonalizes which matrix and how much padding the
 //! collectives carry, not the update, which is the same per parameter.
 use super::newton_schulz::orthogonalize;
+use super::param_table::ParamRow;
 use super::{cautious_wd, mantissa, normuon, polar_express};
 use crate::dist::{Collectives, Op};
 use crate::model::params::{Param, Role};
@@ -175,28 +176,15 @@ impl Muon {
         let buf = self.bufs[i].get_or_insert_with(|| g.zeros_like());
         let _ = buf.lerp_(&g, 1.0 - momentum);
         let u = g.lerp(buf, momentum);
-        let (shape, role) = (g.size(), self.params[i].group.role);
+        let shape = g.size();
         let cols = shape[shape.len() - 1];
-        let o = match (role, self.cfg.qk_block) {
-            // Upstream #80: Q and K by head pairs ([2·head_dim, C] blocks, moments per column),
-            // V and O as two C x C matrices (moments per row).
-            (Role::Qkvo, Some(block)) => {
-                let qk = u.narrow(0, 0, 2 * cols).reshape([-1, block, cols]);
-                let vo = u.narrow(0, 2 * cols, 2 * cols).reshape([2, cols, cols]);
-                let qk = self.orthogonalized(&qk, (i, 0), -2);
-                let vo = self.orthogonalized(&vo, (i, 1), -1);
-                Tensor::cat(&[qk.reshape([-1, cols]), vo.reshape([-1, cols])], 0)
-            }
-            // Q, K, V and O are orthogonalized (and normalized) as four matrices (upstream #36).
-            (Role::Qkvo, None) => {
-                let dim = normuon::reduced_dim(&shape, false);
-                self.orthogonalized(&u.reshape([4, -1, cols]), (i, 0), dim)
-            }
-            _ => {
-                let dim = normuon::reduced_dim(&shape, self.cfg.gate_rows && role == Role::Gate);
-                self.orthogonalized(&u, (i, 0), dim)
-            }
-        };
+        let rows = u.reshape([-1, cols]); // [R, cols]: every piece is a band of these rows
+        let mut done = Vec::new();
+        for (k, piece) in self.pieces(i).into_iter().enumerate() {
+            let band = rows.narrow(0, piece.first, piece.rows).reshape(piece.view.as_slice());
+            done.push(self.orthogonalized(&band, (i, k), piece.dim).reshape([-1, cols]));
+        }
+        let o = if done.len() == 1 { done.swap_remove(0) } else { Tensor::cat(&done, 0) };
         let o = o.reshape(shape.as_slice());
         let eff_lr = lr * self.params[i].group.lr_mul * shape_factor;
         o.to_kind(self.params[i].tensor.kind()) * eff_lr
@@ -278,7 +266,107 @@ impl Muon {
     }
 }
 
+/// A band of a parameter's rows that Muon orthogonalizes on its own, as matrices of `view`,
+/// normalized by NorMuon over `dim` with a second moment of its own.
+struct Piece {
+    /// Rows of the parameter viewed as [R, cols].
+    first: i64,
+    rows: i64,
+    view: Vec<i64>,
+    dim: i64,
+}
+
 impl Muon {
+    /// How param `i`'s update is orthogonalized: Q and K by head pairs ([2·head_dim, C] blocks,
+    /// moments per column) and V, O as two C x C matrices from upstream #80; Q, K, V and O as
+    /// four matrices from upstream #36; anything else whole.
+    fn pieces(&self, i: usize) -> Vec<Piece> {
+        let p = &self.params[i];
+        let (shape, role) = (p.tensor.size(), p.group.role);
+        let (n, cols) = (shape.len(), shape[shape.len() - 1]);
+        let all_rows = shape[..n - 1].iter().product::<i64>();
+        match (role, self.cfg.qk_block) {
+            // NorMuon's dim by each block's shape, as upstream's: per column for the (wide)
+            // [2·head_dim, C] pairs at full size, per row for the square V and O.
+            (Role::Qkvo, Some(block)) => vec![
+                Piece {
+                    first: 0,
+                    rows: 2 * cols,
+                    view: vec![-1, block, cols],
+                    dim: normuon::reduced_dim(&[block, cols], false),
+                },
+                Piece {
+                    first: 2 * cols,
+                    rows: 2 * cols,
+                    view: vec![2, cols, cols],
+                    dim: normuon::reduced_dim(&[cols, cols], false),
+                },
+            ],
+            (Role::Qkvo, None) => {
+                let dim = normuon::reduced_dim(&shape, false);
+                vec![Piece { first: 0, rows: all_rows, view: vec![4, -1, cols], dim }]
+            }
+            _ => {
+                let dim = normuon::reduced_dim(&shape, self.cfg.gate_rows && role == Role::Gate);
+                vec![Piece { first: 0, rows: all_rows, view: shape, dim }]
+            }
+        }
+    }
+
+    /// `train --print-params`'s header line for Muon.
+    pub fn describe(&self) -> String {
+        let c = &self.cfg;
+        format!(
+            "muon: lr {} weight_decay {}{} {:?} ({} steps){}",
+            c.lr,
+            c.weight_decay,
+            if c.cautious_wd { " (cautious)" } else { "" },
+            c.orthogonalizer,
+            c.ns_steps,
+            c.beta2.map_or(String::new(), |b| format!(", NorMuon beta2 {b}"))
+        )
+    }
+
+    /// The rows of `train --print-params` for Muon's params.
+    pub fn rows(&self) -> Vec<ParamRow> {
+        let pieces = |i: usize| {
+            let cols = *self.params[i].tensor.size().last().unwrap_or(&1);
+            let text: Vec<String> = self
+                .pieces(i)
+                .iter()
+                .map(|piece| {
+                    let mut view = piece.view.clone();
+                    if let Some(unknown) = view.iter().position(|&d| d == -1) {
+                        let known: i64 = view.iter().filter(|&&d| d != -1).product();
+                        view[unknown] = piece.rows * cols / known;
+                    }
+                    let view: Vec<String> = view.iter().map(i64::to_string).collect();
+                    match self.cfg.beta2 {
+                        Some(_) => format!("{} dim {}", view.join("x"), piece.dim),
+                        None => view.join("x"),
+                    }
+                })
+                .collect();
+            text.join(" + ")
+        };
+        self.params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| ParamRow {
+                name: p.name.clone(),
+                shape: p.tensor.size(),
+                storage: p.tensor.kind(),
+                optimizer: "muon",
+                lr_mul: p.group.lr_mul * self.shape_factor(i),
+                wd_mul: if p.group.decay { 1.0 } else { 0.0 },
+                betas: None,
+                eps: None,
+                state: Kind::Float,
+                muon_blocks: pieces(i),
+            })
+            .collect()
+    }
+
     /// Param `i`'s √max(1, rows/cols); upstream #61 takes a QKVO weight's from one of its
     /// four C x C matrices (1), where before it took the whole [4C, C]'s (2).
     fn shape_factor(&self, i: usize) -> f64 {

@@ -8,6 +8,7 @@
 use super::adamw::{clip_factor, AdamW};
 use super::dist_adam::{AdamConfig, DistAdam};
 use super::muon::{Muon, MuonConfig};
+use super::param_table::ParamRow;
 use super::schedule::Plan;
 use crate::dist::{Collectives, Op};
 use crate::model::params::{Opt, Param};
@@ -152,6 +153,58 @@ impl Optimizer {
             adam.untie()?;
         }
         Ok(info)
+    }
+
+    /// `train --print-params`: a header line per optimizer (its base lr, betas, eps, weight
+    /// decay), then a row per parameter.
+    pub fn param_table(&self) -> (Vec<String>, Vec<ParamRow>) {
+        match self {
+            Optimizer::AdamW { opt, params, lr, .. } => {
+                let head = format!(
+                    "adamw: lr {lr} betas {},{} eps {:e} weight_decay {}",
+                    opt.beta1, opt.beta2, opt.eps, opt.weight_decay
+                );
+                let rows = params
+                    .iter()
+                    .map(|p| ParamRow {
+                        name: p.name.clone(),
+                        shape: p.tensor.size(),
+                        storage: p.tensor.kind(),
+                        optimizer: "adamw",
+                        lr_mul: 1.0,
+                        wd_mul: if p.group.decay { 1.0 } else { 0.0 },
+                        betas: Some([opt.beta1, opt.beta2]),
+                        eps: Some(opt.eps),
+                        state: p.tensor.kind(),
+                        muon_blocks: String::new(),
+                    })
+                    .collect();
+                (vec![head], rows)
+            }
+            Optimizer::MuonAdam { adam, scalars, muon, lr, adam_every } => {
+                let describe = |label: &str, a: &DistAdam| {
+                    let c = a.config();
+                    format!(
+                        "{label}: lr {lr} betas {},{} eps {:e} weight_decay {}{} every {adam_every} \
+                         steps",
+                        c.beta1,
+                        c.beta2,
+                        c.eps,
+                        c.weight_decay,
+                        if c.cautious.is_some() { " (cautious)" } else { "" }
+                    )
+                };
+                let mut head = vec![describe("adam", adam)];
+                let mut rows = adam.rows("adam");
+                if let Some(s) = scalars {
+                    head.push(describe("adam (scalars)", s));
+                    rows.extend(s.rows("adam (scalars)"));
+                }
+                head.push(muon.describe());
+                rows.extend(muon.rows());
+                (head, rows)
+            }
+        }
     }
 
     /// Deep copies of every parameter and optimizer state, for [`Optimizer::restore`].

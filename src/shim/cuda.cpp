@@ -1,10 +1,11 @@
 // The CUDA half of the trainer's libtorch shim: streams, CUDA graphs and c10d ProcessGroupNCCL.
-// Needs the CUDA and NCCL headers of the nvidia wheels (scripts/setup.sh --cuda); built only
-// with `--features cuda`. Symbols resolve into libtorch_cuda.so and libc10_cuda.so.
+// Needs the CUDA and NCCL headers of the nvidia wheels (scripts/setup.sh); built only with
+// `--features cuda`. Symbols resolve into libtorch_cuda.so and libc10_cuda.so.
 #include "shim.h"
 
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/core/Event.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 
@@ -41,6 +42,17 @@ c10d::ReduceOp reduce_op(int op) {
 }  // namespace
 
 extern "C" {
+
+// ---- devices ------------------------------------------------------------------------------
+
+// The number of visible CUDA devices; fails with the driver's own error (no driver, a driver too
+// old for the runtime, no device) instead of returning 0.
+int tshim_cuda_device_count(int64_t* n) { SHIM_TRY(*n = c10::cuda::device_count_ensure_non_zero()) }
+
+// Makes `device` this thread's current CUDA device (what streams, graphs and NCCL default to).
+int tshim_cuda_set_device(int64_t device) {
+  SHIM_TRY(c10::cuda::set_device(static_cast<c10::DeviceIndex>(device)))
+}
 
 // ---- streams: identified by (id, device); handle is the raw cudaStream_t --------------
 

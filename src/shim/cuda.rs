@@ -5,6 +5,8 @@ use std::ffi::{c_int, c_void};
 use tch::Tensor;
 
 extern "C" {
+    fn tshim_cuda_device_count(n: *mut i64) -> c_int;
+    fn tshim_cuda_set_device(device: i64) -> c_int;
     fn tshim_cuda_current_stream(device: i64, id: *mut i64, handle: *mut *mut c_void) -> c_int;
     fn tshim_cuda_pool_stream(
         device: i64,
@@ -56,6 +58,20 @@ extern "C" {
     fn tshim_nccl_barrier(pg: *mut c_void, work: *mut *mut c_void) -> c_int;
     fn tshim_work_wait(work: *mut c_void) -> c_int;
     fn tshim_work_free(work: *mut c_void);
+}
+
+/// How many CUDA devices this process sees; an error carries the driver's reason when none.
+pub fn device_count() -> Result<usize> {
+    let mut n = 0;
+    // SAFETY: one out slot.
+    check(unsafe { tshim_cuda_device_count(&mut n) }, "CUDA")?;
+    Ok(n as usize)
+}
+
+/// Makes `device` this thread's current CUDA device.
+pub fn set_device(device: usize) -> Result<()> {
+    // SAFETY: a plain value.
+    check(unsafe { tshim_cuda_set_device(device as i64) }, &format!("set CUDA device {device}"))
 }
 
 /// A torch CUDA stream (torch's own pool or default stream; never destroyed).
@@ -152,21 +168,27 @@ impl CudaGraph {
         side.wait_stream(&previous)?;
         side.set_current()?;
         // SAFETY: live graph handle.
-        let result =
-            check(unsafe { tshim_graph_capture_begin(self.raw) }, "CUDA graph capture begin")
-                .and_then(|()| {
-                    let recorded = record();
-                    // SAFETY: live graph handle; ends the capture begun above even when `record` failed.
-                    let ended = check(
-                        unsafe { tshim_graph_capture_end(self.raw) },
-                        "CUDA graph capture end",
-                    );
-                    let value = recorded?;
-                    ended.map(|()| value)
-                });
-        previous.set_current()?;
-        previous.wait_stream(&side)?;
-        result
+        let begun =
+            check(unsafe { tshim_graph_capture_begin(self.raw) }, "CUDA graph capture begin");
+        // A panic inside `record` must still end the capture and restore the stream, or every
+        // later kernel of this thread would be recorded into a dead capture.
+        let recorded =
+            begun.map(|()| std::panic::catch_unwind(std::panic::AssertUnwindSafe(record)));
+        let ended = match &recorded {
+            // SAFETY: live graph handle; ends the capture begun above whatever `record` did.
+            Ok(_) => check(unsafe { tshim_graph_capture_end(self.raw) }, "CUDA graph capture end"),
+            Err(_) => Ok(()),
+        };
+        let restored = previous.set_current().and_then(|()| previous.wait_stream(&side));
+        let value = match recorded {
+            Ok(Ok(value)) => value,
+            Ok(Err(panic)) => std::panic::resume_unwind(panic),
+            Err(e) => return Err(e),
+        };
+        let value = value?;
+        ended?;
+        restored?;
+        Ok(value)
     }
 
     /// Launches the captured work on the current stream.
