@@ -1,7 +1,10 @@
-//! The recipe a record's trainer actually runs: the manifest's `[recipe]` resolved by the
-//! trainer itself (`train --print-recipe`: lab-scale shrinking, schedules mapped onto the
-//! budget, patterns resampled), so `records show N --lab` cannot drift from what `replay` runs.
+//! What a trainer makes of a manifest, asked of the trainer itself so the CLI cannot drift from
+//! what `replay` runs: the recipe a record's own trainer runs (`train --print-recipe`: lab-scale
+//! shrinking, schedules mapped onto the budget, patterns resampled; `records show N --lab`), and
+//! each parameter as its optimizer treats it (`train --print-params`, the newest trainer's;
+//! `records show N --params`).
 use crate::catalog::Manifest;
+use crate::series::Series;
 use crate::{replay, series};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
@@ -10,6 +13,9 @@ use std::process::Command;
 /// The flag of `train` that prints its resolved recipe as TOML and exits.
 pub const PRINT_RECIPE: &str = "--print-recipe";
 
+/// The flag of `train` that prints each parameter's optimizer settings and exits.
+pub const PRINT_PARAMS: &str = "--print-params";
+
 /// Builds record `m`'s own trainer (or reuses its build) and asks it for its recipe at `scale`
 /// (`lab` or `full`).
 pub fn resolved(root: &Path, m: &Manifest, scale: &str) -> Result<String> {
@@ -17,37 +23,46 @@ pub fn resolved(root: &Path, m: &Manifest, scale: &str) -> Result<String> {
     let dir = series::materialize(root, n)?;
     tracing::info!("records: building the trainer of #{n} in {} ...", dir.display());
     let bin = replay::build_trainer(root, &dir, false, false)?;
-    print_recipe(&bin, &m.path, scale)
+    ask(&bin, &m.path, scale, PRINT_RECIPE)
 }
 
-/// `bin --manifest <manifest> --scale <scale> --print-recipe`; an error when that trainer has
+/// Record `m`'s parameters at full scale as a GPU run holds them, from the newest trainer (it
+/// runs every record's recipe; older trees have no such flag): one tab-separated row each.
+pub fn params(root: &Path, m: &Manifest) -> Result<String> {
+    let newest = *Series::load(root)?.numbers().last().context("the series has no record")?;
+    let dir = series::materialize(root, newest)?;
+    tracing::info!("records: building the newest trainer (#{newest}) in {} ...", dir.display());
+    let bin = replay::build_trainer(root, &dir, false, false)?;
+    ask(&bin, &m.path, "full", PRINT_PARAMS)
+}
+
+/// `bin --manifest <manifest> --scale <scale> <flag>`'s output; an error when that trainer has
 /// no such flag.
-pub fn print_recipe(bin: &Path, manifest: &Path, scale: &str) -> Result<String> {
+pub fn ask(bin: &Path, manifest: &Path, scale: &str, flag: &str) -> Result<String> {
     let help = Command::new(bin)
         .arg("--help")
         .output()
         .with_context(|| format!("running {} --help", bin.display()))?;
-    if !String::from_utf8_lossy(&help.stdout).contains(PRINT_RECIPE) {
+    if !String::from_utf8_lossy(&help.stdout).contains(flag) {
         bail!(
-            "{} cannot print its resolved recipe: it has no `{PRINT_RECIPE}` flag \
-             (`train --manifest M --scale lab {PRINT_RECIPE}`)",
+            "{} has no `{flag}` flag (`train --manifest M --scale {scale} {flag}`)",
             bin.display()
         );
     }
     let out = Command::new(bin)
         .arg("--manifest")
         .arg(manifest)
-        .args(["--scale", scale, PRINT_RECIPE])
+        .args(["--scale", scale, flag])
         .output()
         .with_context(|| format!("running {}", bin.display()))?;
     if !out.status.success() {
         bail!(
-            "`{} --manifest {} --scale {scale} {PRINT_RECIPE}` failed ({}): {}",
+            "`{} --manifest {} --scale {scale} {flag}` failed ({}): {}",
             bin.display(),
             manifest.display(),
             out.status,
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    String::from_utf8(out.stdout).context("the trainer printed a recipe that is not UTF-8")
+    String::from_utf8(out.stdout).with_context(|| format!("the trainer's {flag} is not UTF-8"))
 }

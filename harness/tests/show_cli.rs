@@ -69,3 +69,19 @@ fn show_lab_prints_the_recipe_the_trainer_runs() {
         assert!(text.contains(line), "{line} in\n{text}");
     }
 }
+
+/// Builds the newest trainer, which prints any record's parameters as its optimizers treat them:
+/// #62's attention gates in Adam with upstream #57's gate betas (0.9, 0.99), fp32 moments (#56)
+/// and bf16 storage as on GPUs.
+#[test]
+fn show_params_prints_each_parameters_optimizer_settings() {
+    let out = records(&["show", "62", "--params", "--no-plot"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("# Each parameter of #62 at full scale"), "{text}");
+    assert!(text.contains("adam: lr 0.008 betas 0.65,0.95 eps 1e-10"), "{text}");
+    let gate = text.lines().find(|l| l.contains(".attn.gate ")).expect("an attention gate row");
+    let cells: Vec<&str> = gate.split_whitespace().collect();
+    assert_eq!(cells[1..], ["6x12", "bf16", "adam", "1", "1", "0.9,0.99", "1e-10", "fp32", "-"]);
+}

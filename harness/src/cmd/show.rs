@@ -1,6 +1,7 @@
 //! `records show N`: one record's facts, evidence and recipe.
 use records::catalog::TARGET_VAL_LOSS;
 use records::plot::{self, Chart, XAxis};
+use records::table::{Format, Table};
 use records::{figures, lab_recipe, manifest_text, paths, stats};
 
 /// Show one record: upstream facts, the official figures and its recipe as the manifest writes
@@ -13,6 +14,11 @@ pub struct Args {
     /// (builds that trainer first, like `replay`).
     #[arg(long)]
     pub lab: bool,
+    /// Show each parameter at full scale as its optimizer treats it (shape, storage dtype,
+    /// optimizer, lr and decay multipliers, betas, eps, state dtype, Muon's blocks and NorMuon's
+    /// reduce dim), from the newest trainer's `train --print-params` (builds it first).
+    #[arg(long)]
+    pub params: bool,
     /// Print no official val-loss curve (none is printed when stdout is not a terminal).
     #[arg(long)]
     pub no_plot: bool,
@@ -61,6 +67,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let times: Vec<String> = e.train_times_s.iter().map(|&x| figures::secs(x)).collect();
         println!("official train times:      {}", times.join(", "));
     }
+    if args.params {
+        let text = lab_recipe::params(&root, m)?;
+        println!("\n# Each parameter of #{} at full scale, as a GPU run holds it", r.number);
+        print_params(&text);
+    }
     if args.lab {
         let recipe = lab_recipe::resolved(&root, m, "lab")?;
         println!("\n# The recipe #{} runs at lab scale, as its trainer resolves it", r.number);
@@ -72,4 +83,33 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let chart = Chart::official(m, XAxis::Step);
     plot::term::print(chart.as_slice(), !args.no_plot);
     Ok(())
+}
+
+/// The trainer's `--print-params` (`# ` header lines, then a tab-separated table) aligned.
+fn print_params(text: &str) {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let mut table = None;
+    for line in lines.by_ref() {
+        match line.strip_prefix("# ") {
+            Some(head) => println!("  {head}"),
+            None => {
+                table = Some(
+                    Table::new(line.split('\t'))
+                        .left(0)
+                        .left(1)
+                        .left(2)
+                        .left(3)
+                        .left(6)
+                        .left(8)
+                        .left(9),
+                );
+                break;
+            }
+        }
+    }
+    let Some(mut table) = table else { return };
+    for line in lines {
+        table.row(line.split('\t'));
+    }
+    print!("{}", table.render(Format::Text));
 }
