@@ -69,6 +69,16 @@ pub fn pr_text(pr: Option<u32>) -> String {
     pr.map_or("no PR".into(), |n| format!("PR #{n}"))
 }
 
+impl Upstream {
+    /// "PR #N by @a, @b", or as much of it as upstream's table gives (#66: no PR, no author).
+    pub fn credit(&self) -> String {
+        match self.authors.as_slice() {
+            [] => pr_text(self.pr),
+            authors => format!("{} by {}", pr_text(self.pr), authors.join(", ")),
+        }
+    }
+}
+
 /// The val loss a record reaches at the end of its lab budget on the default corpus: #1's for
 /// itself (as 3.28 is what llm.c's baseline reached at full scale), #29's for every later one.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -137,6 +147,11 @@ pub struct Note {
 }
 
 impl Manifest {
+    /// The record's lab step budget, `[lab] steps` (checked positive when the manifest loads).
+    pub fn lab_steps(&self) -> u64 {
+        self.lab.get("steps").and_then(|v| v.as_integer()).map_or(0, |s| s as u64)
+    }
+
     /// Parses and validates one manifest; errors name the file and line.
     pub fn load(path: &Path) -> Result<Manifest> {
         let text =

@@ -1,4 +1,5 @@
 //! The offline default corpus that lab-scale replays train on.
+use crate::catalog::Manifest;
 use crate::paths;
 use anyhow::{Context, Result};
 use corpus::default_corpus::{self, CorpusStats};
@@ -45,6 +46,18 @@ pub fn default_sdist(root: &Path) -> Result<PathBuf> {
             dir.display()
         )
     })
+}
+
+/// Checks the shards in `dir` against the vocabulary record `m`'s recipe gives at lab scale
+/// (`lab`) or full scale, when it sets one: what `replay`, `bench` and `profile` run before they
+/// build or launch anything.
+pub fn check_shards_for(m: &Manifest, lab: bool, dir: &Path) -> Result<()> {
+    let from = |t: &toml::Table| t.get("vocab_size").and_then(|v| v.as_integer());
+    let n = if lab { from(&m.lab).or_else(|| from(&m.recipe)) } else { from(&m.recipe) };
+    match n.and_then(|n| usize::try_from(n).ok()) {
+        Some(vocab) => check_token_ids(dir, vocab),
+        None => Ok(()),
+    }
 }
 
 /// Checks every train and val shard in `dir` against the vocabulary the run will use, so a

@@ -4,7 +4,7 @@
 use crate::catalog::{pr_text, Catalog, Manifest};
 use crate::figures;
 use crate::replays::{self, Replay};
-use crate::series::{apply, tree, Series};
+use crate::series::{apply, recorded, tree, Series};
 use crate::table::{Format, Table};
 use anyhow::Result;
 use similar::{ChangeTag, TextDiff};
@@ -169,22 +169,30 @@ pub fn code_diff(old: &Files, new: &Files, paint: Paint) -> (String, Vec<FileSta
     (out, stats)
 }
 
+/// `records diff a b` as text: the head (titles and the facts side by side) and the body (the
+/// commits, recipe and code), so the curves can go between them, before a long code diff.
+pub struct Rendered {
+    pub head: String,
+    pub body: String,
+}
+
 /// Renders `records diff a b`.
-pub fn render(root: &Path, a: u32, b: u32, parts: Parts, paint: Paint) -> Result<String> {
+pub fn render(root: &Path, a: u32, b: u32, parts: Parts, paint: Paint) -> Result<Rendered> {
     let catalog = Catalog::load(root)?;
     let series = Series::load(root)?;
     let (ma, mb) = (catalog.get(a)?, catalog.get(b)?);
     let (pa, pb) = (series.position(a)?, series.position(b)?);
-    let mut out = paint.bold(&format!(
+    let mut head = paint.bold(&format!(
         "records diff #{a} → #{b}\n  #{a}: {}\n  #{b}: {}\n",
         ma.record.title, mb.record.title
     ));
-    out.push('\n');
-    out.push_str(&facts_view(root, ma, mb)?);
+    head.push('\n');
+    head.push_str(&facts_view(root, ma, mb)?);
+    let mut out = String::new();
     let need_trees = parts.code || parts.series;
     let (old, new) = if need_trees {
         let repo = apply::scratch_repo()?;
-        let trees = series.trees(&repo, if pa < pb { a } else { b })?;
+        let trees = recorded::trees(&catalog, &series, &repo, if pa < pb { a } else { b })?;
         (tree::files(&repo, trees[&a])?, tree::files(&repo, trees[&b])?)
     } else {
         Default::default()
@@ -246,7 +254,7 @@ pub fn render(root: &Path, a: u32, b: u32, parts: Parts, paint: Paint) -> Result
         out.push('\n');
         out.push_str(if code.is_empty() { "  (the trees are identical)\n" } else { &code });
     }
-    Ok(out)
+    Ok(Rendered { head, body: out })
 }
 
 /// The comment each `[recipe]` line of a manifest carries (`key = value   # why`), given once
@@ -350,7 +358,7 @@ fn sections(m: &Manifest, lines: &[String]) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// The two records side by side: upstream's facts, and this machine's newest lab replay of
+/// The two records side by side: upstream's facts, and this machine's lab result of
 /// each when there is one (final val loss and train time, ours).
 fn facts_view(root: &Path, a: &Manifest, b: &Manifest) -> Result<String> {
     let (ra, rb) = (&a.record, &b.record);
@@ -393,7 +401,7 @@ fn facts_view(root: &Path, a: &Manifest, b: &Manifest) -> Result<String> {
     }
     t.row(["date".into(), ra.date.clone(), rb.date.clone(), String::new()]);
     let results = crate::paths::results_dir(root);
-    let (la, lb) = (newest_lab(&results, a)?, newest_lab(&results, b)?);
+    let (la, lb) = (replays::lab_result_in(&results, a)?, replays::lab_result_in(&results, b)?);
     if la.is_some() || lb.is_some() {
         let cell = |r: &Option<Replay>, f: &dyn Fn(&crate::verdict::Verdict) -> Option<String>| {
             r.as_ref().and_then(|r| r.verdict.as_ref()).and_then(f).unwrap_or("not replayed".into())
@@ -417,23 +425,9 @@ fn facts_view(root: &Path, a: &Manifest, b: &Manifest) -> Result<String> {
     }
     let mut out = t.render(Format::Text);
     if la.is_some() || lb.is_some() {
-        out.push_str("  ours, lab: the newest lab replay on this machine (records replay N); its times are not comparable with the official ones\n");
+        out.push_str("  ours, lab: the newest replay on this machine over the record's whole lab budget (records replay N); its times are not comparable with the official ones\n");
     }
     Ok(out)
-}
-
-/// The newest lab-scale replay of `m`'s record that has a verdict: one of the record's own tree
-/// over its whole lab budget when there is one (not a `--steps` smoke run or a `--head` run),
-/// else the newest of any.
-pub fn newest_lab(results: &Path, m: &Manifest) -> Result<Option<Replay>> {
-    let budget = m.lab.get("steps").and_then(toml::Value::as_integer).map(|s| s as u64);
-    let all: Vec<Replay> = replays::of_record(results, m.record.number)?
-        .into_iter()
-        .filter(|r| r.lab && r.verdict.is_some())
-        .collect();
-    let whole =
-        |r: &&Replay| !r.id.ends_with("-head") && r.verdict.as_ref().map(|v| v.steps) == budget;
-    Ok(all.iter().rev().find(whole).or(all.last()).cloned())
 }
 
 /// The commits between the two records, with titles and line counts; from newer to older they

@@ -1,6 +1,7 @@
 //! This machine's replays of a record, read back from `results/<NN>/<run id>/`: the verdict
 //! (`verdict.json`) and each run's val curve (`metrics.jsonl`, written by the trainer into the
 //! run id folder or its `run-K/` subfolders; `baseline-K/` runs belong to the parent record).
+use crate::catalog::Manifest;
 use crate::runlog::ValPoint;
 use crate::verdict::Verdict;
 use anyhow::{Context, Result};
@@ -75,6 +76,49 @@ fn read(dir: &Path, id: String) -> Result<Replay> {
         runs.push(RunCurve { name, val: metrics(&sub.join("metrics.jsonl"))? });
     }
     Ok(Replay { id, dir: dir.to_path_buf(), lab, verdict, verdict_error, runs })
+}
+
+impl Replay {
+    /// The step budget it ran, from its verdict.
+    pub fn steps(&self) -> Option<u64> {
+        self.verdict.as_ref().map(|v| v.steps)
+    }
+
+    /// The budget `m`'s record has at this replay's scale.
+    fn budget(&self, m: &Manifest) -> u64 {
+        if self.lab {
+            m.lab_steps()
+        } else {
+            m.record.steps
+        }
+    }
+
+    /// "5 of 281 steps": how far a replay shortened by `--steps` ran; `None` for one over the
+    /// record's whole budget.
+    pub fn shortened(&self, m: &Manifest) -> Option<String> {
+        let (steps, budget) = (self.steps()?, self.budget(m));
+        (steps != budget).then(|| format!("{steps} of {budget} steps"))
+    }
+}
+
+/// The record's lab result, one rule for every command (`list`, `diff`, `site`): its newest
+/// replay at lab scale, of its own tree (not `--head`), over its whole lab budget. A shortened
+/// run (`--steps`) is never the record's result.
+pub fn lab_result<'a>(replays: &'a [Replay], m: &Manifest) -> Option<&'a Replay> {
+    replays.iter().rev().find(|r| {
+        r.lab && !r.id.ends_with("-head") && r.steps().is_some() && r.shortened(m).is_none()
+    })
+}
+
+/// [`lab_result`] of `m`'s record among its replays under `results`.
+pub fn lab_result_in(results: &Path, m: &Manifest) -> Result<Option<Replay>> {
+    Ok(lab_result(&of_record(results, m.record.number)?, m).cloned())
+}
+
+/// The newest lab replay shortened by `--steps`: what `list` and the site show, saying so, for
+/// a record without a lab result.
+pub fn newest_shortened<'a>(replays: &'a [Replay], m: &Manifest) -> Option<&'a Replay> {
+    replays.iter().rev().find(|r| r.lab && r.shortened(m).is_some())
 }
 
 #[derive(Deserialize)]

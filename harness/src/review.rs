@@ -138,8 +138,7 @@ fn upstream_credit(m: &Manifest, subject: &str) -> String {
     let named =
         subject.strip_prefix('#').and_then(|s| s.split_once(':')).and_then(|(n, _)| n.parse().ok());
     if let Some(u) = m.upstream.iter().find(|u| Some(u.number) == named) {
-        let (pr, by) = (crate::catalog::pr_text(u.pr), u.authors.join(", "));
-        return format!("upstream #{} · {pr} by {by}, {}, {}", u.number, u.date, u.time_text);
+        return format!("upstream #{} · {}, {}, {}", u.number, u.credit(), u.date, u.time_text);
     }
     let r = &m.record;
     let source = match r.pr {

@@ -16,6 +16,10 @@
 //! when it *starts* with a step field and every field is a `key:value` pair whose known keys
 //! parse; anything else is skipped. Skipped lines that start like a step line are kept in
 //! [`RunLog::unread`], so a log in a format nobody taught us fails clearly instead of silently.
+//!
+//! A log is read up to its last newline: a last line without one was cut while it was written
+//! (a copy stopped early, a disk filled up), and its figures may be cut too (`val_loss:3.2` of
+//! `val_loss:3.2783`), so it is kept aside in [`RunLog::cut`] and never counted.
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -54,6 +58,9 @@ pub struct RunLog {
     /// line).
     #[serde(default)]
     pub unread: Vec<(usize, String)>,
+    /// The last line when the text does not end with a newline: (line number, line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut: Option<(usize, String)>,
 }
 
 impl RunLog {
@@ -71,13 +78,24 @@ impl RunLog {
     pub fn header_value(&self, key: &str) -> Option<&str> {
         self.header.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
+
+    /// The step budget the log states: the `M` of its `step:N/M` lines (the largest, should
+    /// they differ); `None` for llm.c's `s:N` lines.
+    pub fn stated_steps(&self) -> Option<u64> {
+        let val = self.val.iter().filter_map(|v| v.total_steps);
+        val.chain(self.train.iter().filter_map(|t| t.total_steps)).max()
+    }
 }
 
-/// Parses a whole log. Lines that match no known format are ignored.
+/// Parses a log up to its last newline (see [`RunLog::cut`]). Lines that match no known format
+/// are ignored.
 pub fn parse(text: &str) -> RunLog {
+    let (whole, tail) = text.split_at(text.rfind('\n').map_or(0, |i| i + 1));
     let mut log = RunLog::default();
     let mut in_header = true;
-    for (i, line) in text.lines().enumerate() {
+    let mut lines = 0;
+    for (i, line) in whole.lines().enumerate() {
+        lines = i + 1;
         let line = line.trim_end();
         if in_header {
             if line.is_empty() {
@@ -101,6 +119,9 @@ pub fn parse(text: &str) -> RunLog {
             log.unread.push((i + 1, line.to_string()));
         }
     }
+    if !tail.trim().is_empty() {
+        log.cut = Some((lines + 1, tail.to_string()));
+    }
     log
 }
 
@@ -117,9 +138,20 @@ pub fn parse_for_verdict(path: &Path) -> anyhow::Result<RunLog> {
         if let Some((n, line)) = log.unread.first() {
             msg.push_str(&format!("; line {n} is not understood: `{}`", clip(line)));
         }
+        if let Some(cut) = &log.cut {
+            msg.push_str(&format!("; {}", cut_text(cut)));
+        }
         anyhow::bail!(msg);
     }
     Ok(log)
+}
+
+/// `line N ends without a newline ...`: what a warning or an error says of a cut last line.
+pub fn cut_text((n, line): &(usize, String)) -> String {
+    format!(
+        "line {n} ends without a newline, so the log was cut inside it and it is not read: `{}`",
+        clip(line)
+    )
 }
 
 /// A long line cut for a message.
@@ -136,11 +168,12 @@ fn looks_like_step(line: &str) -> bool {
     rest.is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
 }
 
-/// Reads and parses `path`.
+/// Reads and parses `path`. Bytes that are not UTF-8 (a log cut inside a character, a stray
+/// byte in the source code it prints) become U+FFFD: no step line is lost to them.
 pub fn parse_file(path: &Path) -> anyhow::Result<RunLog> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read run log {}", path.display()))?;
-    Ok(parse(&text))
+    let bytes =
+        std::fs::read(path).with_context(|| format!("cannot read run log {}", path.display()))?;
+    Ok(parse(&String::from_utf8_lossy(&bytes)))
 }
 
 /// `# key: value` with a key of one word.

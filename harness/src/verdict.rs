@@ -27,34 +27,48 @@ pub struct Hit {
 /// One of our runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
-    /// The log's file name, for runs judged from logs given on the command line.
+    /// The log's name, for runs judged from logs given on the command line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// This run's step budget: the replay's, or the one a log states (`step:N/M`).
+    /// `None` in verdicts written before budgets were per run: then [`Verdict::steps`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<u64>,
     /// Step of the last validation line.
     pub final_step: Option<u64>,
     /// Loss of the last validation line; `None` without one or when it was `nan`.
     pub final_val_loss: Option<f64>,
     /// Train time at the last validation line (upstream's record figure), else at the last step.
     pub train_time_s: Option<f64>,
-    /// The last validation happened at the step budget.
+    /// The last validation happened at the step budget (or, for a log, at the target, where
+    /// the run stopped: track 3 counts the steps to the target).
     pub finished: bool,
     pub first_at_target: Option<Hit>,
     pub peak_mem_allocated_mib: Option<u64>,
 }
 
 impl RunResult {
-    fn of(log: &RunLog, target: f64, steps: u64) -> RunResult {
+    /// `stops_at_target`: a run that validated at or below the target and logged no step after
+    /// it finished there (upstream's track 3 stops at the target, before its schedule's end).
+    fn of(log: &RunLog, target: f64, steps: u64, stops_at_target: bool) -> RunResult {
         let last = log.final_val();
         let last_train_time = log.train.iter().rev().find_map(|p| p.train_time_ms);
+        let stopped_at_target = stops_at_target
+            && last.is_some_and(|v| {
+                v.step < steps
+                    && v.val_loss <= target
+                    && log.train.last().is_none_or(|t| t.step <= v.step)
+            });
         RunResult {
             name: None,
+            steps: Some(steps),
             final_step: last.map(|v| v.step),
             final_val_loss: last.map(|v| v.val_loss).filter(|l| l.is_finite()),
             train_time_s: last
                 .and_then(|v| v.train_time_ms)
                 .or(last_train_time)
                 .map(|ms| ms / 1000.0),
-            finished: last.is_some_and(|v| v.step == steps),
+            finished: last.is_some_and(|v| v.step == steps) || stopped_at_target,
             first_at_target: log
                 .first_val_at_or_below(target)
                 .map(|v| Hit { step: v.step, train_time_s: v.train_time_ms.map(|ms| ms / 1000.0) }),
@@ -78,7 +92,12 @@ pub struct BaselineDelta {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     pub target_loss: f64,
-    /// The step budget.
+    /// Where the target comes from, when it is not upstream's 3.28 for the reason the command
+    /// line gives (a lab log judged against its record's lab target).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_from: Option<String>,
+    /// The step budget: the replay's; for logs, the largest of theirs (see
+    /// [`Verdict::common_steps`]).
     pub steps: u64,
     /// The record's official time on upstream's 8×H100, seconds; `None` for logs judged on
     /// their own (`records verdict`).
@@ -110,37 +129,59 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// Judges `runs` (ours, this machine) against `target_loss` within `steps` steps.
+    /// Judges `runs` (ours, this machine) against `target_loss` within `steps` steps, the
+    /// replay's budget.
     pub fn new(
         runs: &[RunLog],
         target_loss: f64,
         official_time_s: f64,
         steps: u64,
     ) -> Result<Verdict, VerdictError> {
-        let mut v = Verdict::of_logs(runs, target_loss, steps)?;
+        let results = runs.iter().map(|r| RunResult::of(r, target_loss, steps, false)).collect();
+        let mut v = Verdict::of_results(results, target_loss)?;
         v.official_time_s = Some(official_time_s);
         v.from_logs = false;
         Ok(v)
     }
 
-    /// Judges any run logs (upstream's, or a user's own GPU runs) against `target_loss` within
-    /// `steps` steps, with no official time to compare with.
-    pub fn of_logs(runs: &[RunLog], target_loss: f64, steps: u64) -> Result<Verdict, VerdictError> {
-        if runs.is_empty() {
+    /// Judges any run logs (upstream's, or a user's own GPU runs) against `target_loss`, with
+    /// no official time to compare with. Each log is judged by its own step budget, the one its
+    /// `step:N/M` lines state; logs that state none (llm.c's `s:N`) by `steps`, else by the
+    /// last validation step of the longest of them.
+    pub fn of_logs(
+        runs: &[RunLog],
+        target_loss: f64,
+        steps: Option<u64>,
+    ) -> Result<Verdict, VerdictError> {
+        let unstated = runs.iter().filter(|r| r.stated_steps().is_none());
+        let fallback = steps.unwrap_or_else(|| {
+            unstated.filter_map(|l| l.final_val()).map(|v| v.step).max().unwrap_or(0)
+        });
+        let results = runs
+            .iter()
+            .map(|r| {
+                let budget = r.stated_steps().unwrap_or(fallback);
+                RunResult::of(r, target_loss, budget, true)
+            })
+            .collect();
+        Verdict::of_results(results, target_loss)
+    }
+
+    fn of_results(results: Vec<RunResult>, target_loss: f64) -> Result<Verdict, VerdictError> {
+        if results.is_empty() {
             return Err(VerdictError::NoRuns);
         }
-        let results: Vec<RunResult> =
-            runs.iter().map(|r| RunResult::of(r, target_loss, steps)).collect();
         let losses: Vec<f64> = results.iter().filter_map(|r| r.final_val_loss).collect();
         let times_s: Vec<f64> = results.iter().filter_map(|r| r.train_time_s).collect();
         let loss = Summary::of(&losses);
         let identical = loss.as_ref().is_some_and(|s| s.std == Some(0.0));
         let loss_test =
             if identical { None } else { stats::ttest_1samp_less(&losses, target_loss) };
-        let (reached, reason) = judge(&results, loss.as_ref(), loss_test, target_loss, steps);
+        let (reached, reason) = judge(&results, loss.as_ref(), loss_test, target_loss);
         Ok(Verdict {
             target_loss,
-            steps,
+            steps: results.iter().filter_map(|r| r.steps).max().unwrap_or(0),
+            target_from: None,
             official_time_s: None,
             runs: results,
             time_s: Summary::of(&times_s),
@@ -157,6 +198,19 @@ impl Verdict {
         })
     }
 
+    /// The budget every run shares, `None` when the logs' budgets differ.
+    pub fn common_steps(&self) -> Option<u64> {
+        let mut budgets = self.runs.iter().map(|r| r.steps.unwrap_or(self.steps));
+        let first = budgets.next()?;
+        budgets.all(|b| b == first).then_some(first)
+    }
+
+    /// Says where the target comes from (a lab log's record), shown under the verdict.
+    pub fn target_from(mut self, from: Option<String>) -> Verdict {
+        self.target_from = from;
+        self
+    }
+
     /// Marks our runs as lab scale: the official time is then shown only as context.
     pub fn at_lab_scale(mut self) -> Verdict {
         self.lab_scale = true;
@@ -171,8 +225,10 @@ impl Verdict {
 
     /// Adds the comparison with `baseline`: the parent record's runs, re-timed on this machine.
     pub fn with_baseline(mut self, baseline: &[RunLog]) -> Verdict {
-        let results: Vec<RunResult> =
-            baseline.iter().map(|r| RunResult::of(r, self.target_loss, self.steps)).collect();
+        let results: Vec<RunResult> = baseline
+            .iter()
+            .map(|r| RunResult::of(r, self.target_loss, self.steps, false))
+            .collect();
         let losses: Vec<f64> = results.iter().filter_map(|r| r.final_val_loss).collect();
         let times: Vec<f64> = results.iter().filter_map(|r| r.train_time_s).collect();
         self.baseline = Some(BaselineDelta {
@@ -192,15 +248,18 @@ fn judge(
     loss: Option<&Summary>,
     test: Option<TTest>,
     target: f64,
-    steps: u64,
 ) -> (bool, String) {
-    let unfinished = runs.iter().filter(|r| !r.finished).count();
-    if unfinished > 0 {
+    let unfinished: Vec<&RunResult> = runs.iter().filter(|r| !r.finished).collect();
+    if let Some(first) = unfinished.first() {
         let who = match runs.len() {
             1 => "the run".to_string(),
-            n => format!("{unfinished} of {n} runs"),
+            n => format!("{} of {n} runs", unfinished.len()),
         };
-        return (false, format!("{who} did not validate at step {steps}"));
+        let same = unfinished.iter().all(|r| r.steps == first.steps);
+        return match first.steps {
+            Some(steps) if same => (false, format!("{who} did not validate at step {steps}")),
+            _ => (false, format!("{who} did not validate at the last step of their budget")),
+        };
     }
     let Some(loss) = loss.filter(|l| l.n == runs.len()) else {
         return (false, "a run ended with a val loss of nan".to_string());

@@ -38,13 +38,27 @@ fn list_and_show_read_the_manifests() {
     assert!(row(&text, " 29").contains("not replayed"), "{text}");
 
     // A lab replay here shows its verdict on the record's row.
-    let log = records::runlog::parse("step:250/250 val_loss:1.8096 train_time:207000ms");
+    let log = records::runlog::parse("step:250/250 val_loss:1.8096 train_time:207000ms\n");
     let v = records::verdict::Verdict::new(&[log], 1.8096, 163.9, 250).unwrap().at_lab_scale();
     let dir = root.path().join("results/29/20261201-000000-1-lab");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("verdict.json"), serde_json::to_string(&v).unwrap()).unwrap();
     let text = String::from_utf8_lossy(&records(root.path(), &["list"]).stdout).to_string();
     assert!(row(&text, " 29").contains("1.8096 reached 1.8096"), "{text}");
+    // A newer shortened run (`--steps 5`) is not the record's result; alone, it says so.
+    let smoke = |n: &str| {
+        let log = records::runlog::parse("step:5/5 val_loss:3.5186 train_time:9000ms\n");
+        let v = records::verdict::Verdict::new(&[log], 1.8096, 163.9, 5).unwrap().at_lab_scale();
+        let dir = root.path().join(format!("results/{n}/20261202-000000-2-lab"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("verdict.json"), serde_json::to_string(&v).unwrap()).unwrap();
+    };
+    smoke("29");
+    smoke("54");
+    let text = String::from_utf8_lossy(&records(root.path(), &["list"]).stdout).to_string();
+    assert!(row(&text, " 29").contains("1.8096 reached 1.8096"), "{text}");
+    assert!(row(&text, " 54").contains("shortened: 5 of 281 steps"), "{text}");
+    assert!(!text.contains("3.5186"), "{text}");
     let out = records(root.path(), &["show", "1"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("llm.c") && text.contains("3.2722"), "{text}");

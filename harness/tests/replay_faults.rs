@@ -256,15 +256,19 @@ fn token_ids_beyond_the_vocabulary_name_the_shard_the_position_and_the_id() {
     let mut toks: Vec<u16> = vec![7; 2048];
     toks[1500] = 300;
     corpus::shard::write_shard(&lab.data.join("x_train_000001.bin"), &toks).unwrap();
-    let out = lab.replay(&[]);
-    let err = stderr(&out);
-    assert!(!out.status.success());
-    assert!(
-        err.contains("x_train_000001.bin: token 1500 is id 300, outside the vocabulary of 257"),
-        "{err}"
-    );
-    assert!(!err.contains("building the trainer"), "checked only after the build: {err}");
-    println!("ids: {err}");
+    // replay, bench and profile run the same check before they build or launch anything.
+    for command in ["replay", "bench", "profile"] {
+        let out = lab.command(&[command, "1"], &[]).output().unwrap();
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{command}");
+        assert!(
+            err.contains("x_train_000001.bin: token 1500 is id 300, outside the vocabulary of 257"),
+            "{command}: {err}"
+        );
+        assert!(!err.contains("building the trainer"), "{command}: checked after the build: {err}");
+        assert!(!lab.f.root().join("target/records/trees/01").exists(), "{command} materialized");
+        println!("{command} ids: {err}");
+    }
 }
 
 #[test]
@@ -319,4 +323,10 @@ fn flag_values_that_cannot_work_are_refused_naming_the_flag() {
     }
     let out = lab.command(&["replay", "1", "--steps", "0"], &[]).output().unwrap();
     println!("steps: {}", stderr(&out).lines().next().unwrap());
+    // The budget's default is the record's own, not one number for all.
+    let help = Command::new(env!("CARGO_BIN_EXE_records")).args(["replay", "--help"]).output();
+    let help = String::from_utf8(help.unwrap().stdout).unwrap();
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(help.contains("[default: the record's, from its manifest"), "{help}");
+    assert!(!help.contains("default: 250"), "{help}");
 }

@@ -91,7 +91,7 @@ fn track_3_times_in_seconds() {
     assert_eq!((last.step, last.total_steps, last.val_loss), (4875, Some(4875), 3.27637));
     assert_eq!(last.train_time_ms, Some(739639.0));
     assert!(log.unread.is_empty(), "{:?}", log.unread);
-    let v = Verdict::of_logs(&[log], 3.28, 4875).unwrap();
+    let v = Verdict::of_logs(&[log], 3.28, None).unwrap();
     assert!(v.reached, "{}", v.reason);
     assert!((v.times_s[0] - 739.639).abs() < 1e-9);
 }
@@ -101,7 +101,7 @@ fn track_3_fields_of_a_submission_s_own_are_skipped() {
     let expected =
         [(2900, 3.2709, 10678894.0), (2925, 3.27793, 4488664.0), (2860, 3.27837, 2145235.0)];
     for (line, (step, loss, ms)) in TRACK_3_EXTRA_FIELDS.iter().zip(expected) {
-        let log = runlog::parse(line);
+        let log = runlog::parse(&format!("{line}\n"));
         let v = log.final_val().unwrap_or_else(|| panic!("not read: {line}"));
         assert_eq!((v.step, v.val_loss, v.train_time_ms), (step, loss, Some(ms)), "{line}");
     }
@@ -353,4 +353,54 @@ fn verdict_round_trips_through_json() {
     let json = serde_json::to_string(&v).unwrap();
     let back: Verdict = serde_json::from_str(&json).unwrap();
     assert_eq!(back, v);
+}
+
+/// What `records verdict` makes of `bytes` as a log file: its verdict, or its error.
+fn judge_file(dir: &std::path::Path, bytes: &[u8]) -> Result<String, String> {
+    let path = dir.join("run.log");
+    std::fs::write(&path, bytes).unwrap();
+    let log = runlog::parse_for_verdict(&path).map_err(|e| format!("{e:#}"))?;
+    let v = Verdict::of_logs(&[log], 3.28, None).map_err(|e| e.to_string())?;
+    Ok(v.render(Format::Text))
+}
+
+/// A log cut at any byte (a copy that stopped early, a full disk) is judged exactly as its
+/// prefix of whole lines, or refused naming the cut line: a figure cut short (`val_loss:3.2`
+/// of `val_loss:3.2783`) never counts.
+#[test]
+fn a_log_cut_at_any_byte_is_judged_as_its_whole_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    // A multi-byte character, so some cuts fall inside one.
+    let banner = format!("# ─── train_gpt.py ─── (×8)\n{CURRENT}");
+    for text in [LLMC, OCT_2024, CURRENT, OURS, TRACK_3, banner.as_str()] {
+        let bytes = text.as_bytes();
+        for k in 0..=bytes.len() {
+            let cut = &bytes[..k];
+            let whole = &cut[..cut.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)];
+            let at = || format!("cut after byte {k} of\n{text}");
+            match (judge_file(dir.path(), cut), judge_file(dir.path(), whole)) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{}", at()),
+                (Err(got), Err(want)) => {
+                    assert!(
+                        got == want || got.contains(" ends without a newline"),
+                        "{got}: {}",
+                        at()
+                    )
+                }
+                (got, want) => panic!("{got:?} but its whole lines give {want:?}: {}", at()),
+            }
+        }
+    }
+}
+
+#[test]
+fn a_cut_last_line_is_kept_aside_with_its_number() {
+    let text = "step:1750/1920 val_loss:3.3090 train_time:108500ms step_avg:62.00ms\n\
+                step:1920/1920 train_time:119602ms step_avg:62.29ms\n\
+                step:1920/1920 val_loss:3.2";
+    let log = runlog::parse(text);
+    assert_eq!(log.cut, Some((3, "step:1920/1920 val_loss:3.2".to_string())));
+    assert_eq!(log.final_val().unwrap().step, 1750);
+    assert_eq!(log.stated_steps(), Some(1920));
+    assert_eq!(runlog::parse(&format!("{text}\n")).final_val().unwrap().val_loss, 3.2);
 }

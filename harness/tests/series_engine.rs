@@ -156,16 +156,21 @@ fn uncommitted_edits_replay_and_unchanged_trees_are_kept() {
     series::materialize(f.root(), 1).unwrap();
     assert!(dir.join("scratch.txt").exists());
     assert_eq!(std::fs::metadata(dir.join("src/lib.rs")).unwrap().modified().unwrap(), marker);
-    // An uncommitted edit away from the patches' hunks shows in every older tree.
+    // An uncommitted edit away from the patches' hunks: refused until the trees are recorded,
+    // then it shows in every older tree.
     f.write(
         "src/model.rs",
         &series_fixture::MODEL_38.replace("//! The model.", "//! The model (edited)."),
     );
+    let err = format!("{:#}", series::materialize(f.root(), 1).unwrap_err());
+    assert!(err.contains("a trainer file changed outside the series"), "{err}");
+    series::recorded::record(f.root()).unwrap();
     let dir = series::materialize(f.root(), 1).unwrap();
     assert!(!dir.join("scratch.txt").exists());
     let model = std::fs::read_to_string(dir.join("src/model.rs")).unwrap();
     assert_eq!(model, series_fixture::MODEL_1.replace("//! The model.", "//! The model (edited)."));
     f.write("src/extra.rs", "// new\n");
+    series::recorded::record(f.root()).unwrap();
     let dir = series::materialize(f.root(), 29).unwrap();
     assert_eq!(std::fs::read_to_string(dir.join("src/extra.rs")).unwrap(), "// new\n");
 }

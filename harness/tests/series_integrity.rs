@@ -62,14 +62,16 @@ fn trees_are_recorded_by_capture_and_a_drifted_tree_fails_the_check() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!stdout(&out).contains("not recorded"), "{}", stdout(&out));
 
-    // A change outside the series: every tree moves, and the newest is reported first.
+    // A change outside the series: every tree moves, and the newest is reported first, blamed
+    // on the checkout.
     f.write("src/old_notes.rs", "// not in any patch\n");
     let out = f.records(&["series", "check"]);
     assert!(!out.status.success());
     let err = stderr(&out);
     for part in [
-        "records/01.toml: record.tree = ",
-        "but the series gives #1 the tree",
+        "records/38.toml: record.tree = ",
+        "but the checkout's trainer files (src/, tests/, Cargo.toml, ...) give #38 the tree",
+        "a trainer file changed outside the series",
         "records series import",
     ] {
         assert!(err.contains(part), "missing {part:?} in {err}");
@@ -84,6 +86,43 @@ fn trees_are_recorded_by_capture_and_a_drifted_tree_fails_the_check() {
     assert!(out.status.success(), "{}", stderr(&out));
     let out = f.records(&["series", "check"]);
     assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn a_changed_removed_line_is_blamed_on_its_patch_and_its_tree_never_used() {
+    let f = Fixture::new();
+    let p38 = f.read("patches/38.patch");
+    assert!(p38.contains("\n-    h + 1.0\n"));
+    // One byte of a removed line: the patch still applies both ways, but #29's and #1's trees
+    // would hold the changed line.
+    f.write("patches/38.patch", &p38.replace("\n-    h + 1.0\n", "\n-    h + 1.1\n"));
+    let data = f.root().join("target/no-shards");
+    std::fs::create_dir_all(&data).unwrap();
+    let data = data.to_str().unwrap();
+    for args in [
+        &["series", "check"][..],
+        &["series", "tree", "29"],
+        &["series", "tree", "1"],
+        &["diff", "1", "38"],
+        &["replay", "29", "--scale", "full", "--data", data],
+        &["bench", "29", "--data", data],
+        &["profile", "29", "--data", data],
+    ] {
+        let out = f.records(args);
+        let err = stderr(&out);
+        assert!(!out.status.success(), "{args:?} succeeded: {}", stdout(&out));
+        for part in [
+            "records/29.toml: record.tree = ",
+            "reverse-applying patches/38.patch gives #29 the tree",
+            "patches/38.patch changed since the trees were recorded",
+        ] {
+            assert!(err.contains(part), "{args:?}: missing {part:?} in {err}");
+        }
+        assert!(!err.contains("29.patch") && !err.contains("building"), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+    assert!(!f.root().join("target/records/trees/29").exists(), "the wrong tree was written");
+    println!("blame: {}", stderr(&f.records(&["series", "tree", "1"])));
 }
 
 #[test]
@@ -223,4 +262,17 @@ fn long_output_on_a_terminal_goes_through_the_pager() {
         .unwrap();
     assert!(out.status.success() && stdout(&out).contains("src/model.rs"));
     assert!(!paged.exists(), "paged into a pipe");
+}
+
+#[test]
+fn diff_draws_its_curves_before_the_code() {
+    let f = Fixture::new();
+    let paged = f.root().join("target/paged.txt");
+    let out = on_a_terminal(&f, "diff 1 38 --no-pager", &paged);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let facts = text.find("official time (8xH100)").expect(&text);
+    let curves = text.find("#1 and #38 official val loss").expect(&text);
+    let code = text.find("Code #1 → #38").expect(&text);
+    assert!(facts < curves && curves < code, "{text}");
 }

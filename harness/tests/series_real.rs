@@ -56,3 +56,43 @@ fn the_real_series_checks_and_a_corrupted_hunk_of_29_is_named() {
         assert!(err.contains(part), "missing {part:?} in {err}");
     }
 }
+
+/// A one-byte change to a removed line of patches/62.patch still applies both ways, but gives
+/// #54 and every older record another trainer: it is blamed on patches/62.patch, and no
+/// command makes #54's tree from it.
+#[test]
+fn a_changed_removed_line_of_62_is_blamed_on_62() {
+    let dir = tempfile::tempdir().unwrap();
+    git2::Repository::clone(repo().to_str().unwrap(), dir.path()).unwrap();
+    let patch = dir.path().join("patches/62.patch");
+    let text = std::fs::read_to_string(&patch).unwrap();
+    // A removed line of a hunk (not a `- ` bullet of a commit message).
+    let mut in_diff = false;
+    let line = text
+        .lines()
+        .find(|l| {
+            in_diff = (in_diff || l.starts_with("diff --git ")) && !l.starts_with("From ");
+            in_diff
+                && l.starts_with('-')
+                && !l.starts_with("---")
+                && l.trim_end().ends_with(|c: char| c.is_ascii_alphanumeric())
+                && text.matches(&format!("\n{l}\n")).count() == 1
+        })
+        .expect("a unique removed line");
+    let changed = format!("{}#", &line[..line.len() - 1]);
+    std::fs::write(&patch, text.replace(&format!("\n{line}\n"), &format!("\n{changed}\n")))
+        .unwrap();
+    for args in [&["series", "check"][..], &["series", "tree", "54"]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_records"))
+            .args(args)
+            .env("RECORDS_ROOT", dir.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stdout));
+        assert!(err.contains("records/54.toml: record.tree = "), "{args:?}: {err}");
+        assert!(err.contains("reverse-applying patches/62.patch gives #54 the tree"), "{err}");
+        assert!(!err.contains("46.patch"), "{args:?}: {err}");
+    }
+    assert!(!dir.path().join("target/records/trees/54").exists());
+}

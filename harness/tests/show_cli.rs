@@ -56,6 +56,15 @@ fn show_states_the_official_t_test() {
     assert!(text.contains("official train times:      163.6 s, 163.9 s"), "{text}");
 }
 
+#[test]
+fn an_upstream_record_without_pr_or_author_is_credited_as_such() {
+    let out = records(&["show", "84"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.trim_start().starts_with("#66 ")).expect(&text);
+    assert!(line.ends_with("1.595 minutes  no PR"), "{line}");
+    assert!(!text.contains(" by \n") && !text.contains("no PR by"), "{text}");
+}
+
 /// Builds #29's own trainer (minutes on a CPU the first time), as `replay` does.
 #[test]
 fn show_lab_prints_the_recipe_the_trainer_runs() {

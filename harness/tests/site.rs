@@ -30,11 +30,23 @@ fn lab_replay(results: &Path) {
     std::fs::write(dir.join("verdict.json"), serde_json::to_string(&v).unwrap()).unwrap();
 }
 
-/// Writes the site for the checkout, with the replay above, into a temp folder.
+/// A 3-step `--steps` smoke run of record `n`, newer than any other replay.
+fn smoke_replay(results: &Path, n: u32) {
+    let dir = results.join(format!("{n:02}/20261202T090000Z-4343-lab"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = "step:3/3 val_loss:5.1000 train_time:1000ms step_avg:333.00ms\n";
+    let v = Verdict::new(&[runlog::parse(log)], 1.8096, 100.0, 3).unwrap().at_lab_scale();
+    std::fs::write(dir.join("verdict.json"), serde_json::to_string(&v).unwrap()).unwrap();
+}
+
+/// Writes the site for the checkout, with the replays above (#29's whole and a newer smoke
+/// run, #53's smoke run alone), into a temp folder.
 fn build_site() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let (results, out) = (tmp.path().join("results"), tmp.path().join("site"));
     lab_replay(&results);
+    smoke_replay(&results, 29);
+    smoke_replay(&results, 53);
     let o = Command::new(env!("CARGO_BIN_EXE_records"))
         .env("RECORDS_ROOT", root())
         .arg("site")
@@ -75,8 +87,14 @@ fn check_index(dom: &Html, catalog: &Catalog) {
         assert!(links.contains(&r.link.as_str()), "{links:?}");
         assert!(row.select(&sel("td.spark svg path, td.spark svg polyline")).next().is_some());
     }
+    // A record's lab result is its newest replay over its whole lab budget, never a newer
+    // shortened run; a record with only a shortened run says so.
     let lab = text(dom.select(&sel("tr#record-29")).next().unwrap());
     assert!(lab.contains("REACHED") && lab.contains("11.0 s"), "{lab}");
+    assert!(!lab.contains("NOT REACHED"), "the newer smoke run shown: {lab}");
+    let short = text(dom.select(&sel("tr#record-53")).next().unwrap());
+    assert!(short.contains("only a shortened run here (3 of 287 steps)"), "{short}");
+    assert!(!short.contains("REACHED"), "{short}");
     let none = text(dom.select(&sel("tr#record-1")).next().unwrap());
     assert!(none.contains("not replayed here"), "{none}");
 }
@@ -155,6 +173,17 @@ fn pages_hold_the_manifests_facts_notes_and_curves() {
         }
     }
     let lab = read("29.html");
+    // The official t-test worded as the terminal words it.
+    let evidence = text(lab.root_element());
+    assert!(
+        evidence.contains("one-sided t-test of mean < 3.28: p = 0.0001 (t = −8.80, df = 6)"),
+        "{evidence}"
+    );
+    assert!(!evidence.contains("that the mean is not below"), "{evidence}");
+    let rows: Vec<String> = lab.select(&sel("table.replays tr")).map(text).collect();
+    let row = |id: &str| rows.iter().find(|r| r.contains(id)).unwrap_or_else(|| panic!("{rows:?}"));
+    assert!(row("20261202T090000Z-4343-lab").contains("3 of 250 steps (shortened)"), "{rows:?}");
+    assert!(!row("20261201T090000Z-4242-lab").contains("shortened"), "{rows:?}");
     let lab_fig = lab.select(&sel("figure.curve")).find(|f| text(*f).contains("ours, lab scale"));
     let lab_fig = lab_fig.expect("a figure of our lab replay");
     // The modern records are judged against #29's lab target, #1 against its own.
@@ -220,4 +249,29 @@ fn chromium_renders_the_index_and_record_29() {
             eprintln!("screenshot: {}", file.display());
         }
     }
+}
+
+#[test]
+fn a_page_that_cannot_be_written_is_named_and_leaves_no_temp_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("site");
+    // A folder where the page of #29 goes: the rename into place fails.
+    std::fs::create_dir_all(out.join("29.html/in-the-way")).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_records"))
+        .env("RECORDS_ROOT", root())
+        .arg("site")
+        .arg(&out)
+        .arg("--results")
+        .arg(tmp.path().join("results"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains(&format!("writing {}", out.join("29.html").display())), "{err}");
+    let left: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    assert!(left.is_empty(), "temp files left: {left:?}");
 }

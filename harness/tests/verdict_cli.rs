@@ -117,3 +117,131 @@ fn a_log_in_an_unknown_format_fails_naming_file_and_line() {
     let out = records(dir.path(), &["verdict"]);
     assert!(!out.status.success(), "at least one log");
 }
+
+/// The end of a current-format log of `steps` steps, validating every 250 steps and at the
+/// end, with a final val loss of `last`.
+fn current_log(steps: u64, last: &str) -> String {
+    let mut text = String::from("import torch\n====\n");
+    for s in (0..steps).step_by(250) {
+        let loss = 10.8 - 7.4 * s as f64 / steps as f64;
+        text += &format!(
+            "step:{s}/{steps} val_loss:{loss:.4} train_time:{}ms step_avg:62.00ms\n",
+            s * 62
+        );
+    }
+    let ms = steps * 62;
+    text += &format!("step:{steps}/{steps} train_time:{ms}ms step_avg:62.29ms\n");
+    text += &format!(
+        "step:{steps}/{steps} val_loss:{last} train_time:{}ms step_avg:62.34ms\n",
+        ms + 92
+    );
+    text + "peak memory allocated: 29863 MiB reserved: 44438 MiB\n"
+}
+
+#[test]
+fn a_log_cut_inside_its_last_line_is_judged_without_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = current_log(1920, "3.2783");
+    // Upstream #53's log cut two characters into its final val loss.
+    let end =
+        full.find("step:1920/1920 val_loss:3.2").unwrap() + "step:1920/1920 val_loss:3.2".len();
+    std::fs::write(dir.path().join("r53.log"), &full[..end]).unwrap();
+    let out = records(dir.path(), &["verdict", "r53.log"]);
+    let (text, err) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{err}");
+    assert!(
+        text.starts_with("Verdict: NOT REACHED (target val loss 3.28 within 1920 steps)\n"),
+        "{text}"
+    );
+    assert!(text.contains("the run did not validate at step 1920"), "{text}");
+    assert!(text.contains("1750/1920 (unfinished)"), "{text}");
+    let line = full[..end].lines().count();
+    assert!(
+        err.contains(&format!("r53.log: line {line} ends without a newline"))
+            && err.contains("`step:1920/1920 val_loss:3.2`"),
+        "{err}"
+    );
+    // Cut mid-run: its budget is still its own 1920 steps, not its last validation's.
+    let end = full.find("step:1750/1920 val_loss").unwrap() + "step:1750/1920 val_los".len();
+    std::fs::write(dir.path().join("r53.log"), &full[..end]).unwrap();
+    let out = records(dir.path(), &["verdict", "r53.log"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("1500/1920 (unfinished)") && text.contains("NOT REACHED"), "{text}");
+}
+
+#[test]
+fn each_log_is_judged_by_its_own_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("r53.log"), current_log(1920, "3.2783")).unwrap();
+    std::fs::write(dir.path().join("r54.log"), current_log(1880, "3.2779")).unwrap();
+    let out = records(dir.path(), &["verdict", "r53.log", "r54.log"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Both finished; two runs below 3.28 are not yet p < 0.01.
+    assert!(
+        text.starts_with(
+            "Verdict: NOT REACHED (target val loss 3.28 within each log's own step budget)\n"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("mean val loss 3.2781 ≤ 3.28; one-sided t-test"), "{text}");
+    assert!(!text.contains("did not validate"), "{text}");
+    let row = |name: &str| text.lines().find(|l| l.contains(name)).unwrap().to_string();
+    assert!(row("r53.log").contains("1920/1920") && !row("r53.log").contains("unfinished"));
+    assert!(row("r54.log").contains("1880/1880") && !row("r54.log").contains("unfinished"));
+
+    // A budget the log contradicts is refused, naming the log.
+    let out = records(dir.path(), &["verdict", "r53.log", "--steps", "99999"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && out.stdout.is_empty(), "{err}");
+    assert!(err.contains("r53.log: the log's own budget is 1920 steps"), "{err}");
+    assert!(err.contains("not --steps 99999"), "{err}");
+}
+
+#[test]
+fn our_lab_logs_are_judged_against_their_record_s_lab_target() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = "# record: 1\n# scale: lab\n# device: cpu\n\
+               step:0/250 val_loss:5.5646 train_time:0ms step_avg:0.00ms\n\
+               step:25/250 val_loss:2.8348 train_time:11027ms step_avg:459.45ms\n\
+               step:250/250 val_loss:2.5402 train_time:146000ms step_avg:584.00ms\n";
+    for run in ["run-1", "run-2"] {
+        std::fs::create_dir_all(dir.path().join(run)).unwrap();
+        std::fs::write(
+            dir.path().join(run).join("train.log"),
+            log.replace("2.5402", if run == "run-1" { "2.5402" } else { "2.5390" }),
+        )
+        .unwrap();
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_records"))
+        .args(["verdict", "run-1/train.log", "run-2/train.log"])
+        .current_dir(dir.path())
+        .env("RECORDS_ROOT", root)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        text.starts_with("Verdict: NOT REACHED (target val loss 2.5284 within 250 steps)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("target: #1's lab target, set by records/01.toml [lab_target]: the log says `# scale: lab` and `# record: 1`"),
+        "{text}"
+    );
+    assert!(text.contains("mean val loss 2.5396 is above 2.5284"), "{text}");
+    // Runs named apart by their folders, not both `train.log`.
+    assert!(text.lines().any(|l| l.trim_start().starts_with("run-1/train.log")), "{text}");
+    assert!(text.lines().any(|l| l.trim_start().starts_with("run-2/train.log")), "{text}");
+    // --target still decides when given.
+    let out = Command::new(env!("CARGO_BIN_EXE_records"))
+        .args(["verdict", "run-1/train.log", "--target", "3.28"])
+        .current_dir(dir.path())
+        .env("RECORDS_ROOT", root)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("Verdict: REACHED (target val loss 3.28")
+    );
+}

@@ -57,12 +57,15 @@ pub fn run(args: Args) -> Result<()> {
         == ScaleArg::Lab;
     let scale = if lab { "lab" } else { "full" };
     let data = args.places.data(&root, lab)?;
+    for m in &chosen {
+        records::corpora::check_shards_for(m, lab, &data)?;
+    }
     let mut trainers = Vec::new();
     for m in &chosen {
         let n = m.record.number;
-        tracing::info!("records: building the trainer of #{n} ...");
         let dir = series::materialize(&root, n)?;
         let tree = std::fs::read_to_string(dir.join(series::tree::MARKER))?.trim().to_string();
+        tracing::info!("records: building the trainer of #{n} ...");
         let bin = build_trainer(&root, &dir, false, args.cuda)?;
         trainers.push((*m, dir, tree, bin));
     }
@@ -144,8 +147,8 @@ pub fn run(args: Args) -> Result<()> {
     let mut bench = Bench::new(setup, &samples, first)?;
     bench.time_not_comparable = not_comparable;
     print!("{}", bench.render());
-    std::fs::write(pending.dir().join("bench.json"), serde_json::to_string_pretty(&bench)?)
-        .context("writing bench.json")?;
+    let json = serde_json::to_string_pretty(&bench)?;
+    records::series::export::write_atomic(&pending.dir().join("bench.json"), json.as_bytes())?;
     let dest = pending.commit()?;
     println!("results: {}", dest.join("bench.json").display());
     Ok(())

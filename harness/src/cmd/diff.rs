@@ -1,8 +1,8 @@
 //! `records diff A B`: the commits between two records, their recipe diff and their code diff.
 use records::catalog::Catalog;
 use records::diff::{self, Paint, Parts};
-use records::paths;
 use records::plot::{self, Chart, XAxis};
+use records::{paths, replays};
 use std::io::IsTerminal;
 
 /// What changed between two records (either order): the commits between them, the recipe and
@@ -33,19 +33,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let parts =
         Parts { series: all || args.stat, recipe: all || args.recipe, code: all || args.code };
     let text = diff::render(&root, args.a, args.b, parts, Paint(colour()))?;
-    print!("{text}");
+    print!("{}", text.head);
     let catalog = Catalog::load(&root)?;
     let (ma, mb) = (catalog.get(args.a)?, catalog.get(args.b)?);
     let chart = Chart::official_pair(ma, mb, XAxis::Step);
     plot::term::print(chart.as_slice(), !args.no_plot);
     // Both lab curves when both records have been replayed here.
     let results = paths::results_dir(&root);
-    if let (Some(ra), Some(rb)) = (diff::newest_lab(&results, ma)?, diff::newest_lab(&results, mb)?)
-    {
+    let (ra, rb) = (replays::lab_result_in(&results, ma)?, replays::lab_result_in(&results, mb)?);
+    if let (Some(ra), Some(rb)) = (ra, rb) {
         let target = catalog.lab_target_of(args.b).ok().map(|(t, _)| t.val_loss);
         let lab = plot::lab_pair([(args.a, &ra), (args.b, &rb)], target);
         plot::term::print(lab.as_slice(), !args.no_plot);
     }
+    // The curves come before the commits and the code, which can run to thousands of lines.
+    print!("{}", text.body);
     Ok(())
 }
 

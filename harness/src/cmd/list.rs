@@ -1,8 +1,8 @@
 //! `records list`: the records, one line each.
-use records::{diff, paths};
+use records::{paths, replays};
 
-/// List the records with upstream's PR, date, official time and steps, and this machine's
-/// newest lab verdict of each.
+/// List the records with upstream's PR, date, official time and steps, and this machine's lab
+/// result of each (its newest replay over its whole lab budget).
 #[derive(clap::Args)]
 pub struct Args {}
 
@@ -17,13 +17,18 @@ pub fn run(_args: Args) -> anyhow::Result<()> {
     for m in catalog.records() {
         let r = &m.record;
         let pr = r.pr.map_or("-".to_string(), |p| format!("#{p}"));
-        let lab = match diff::newest_lab(&results, m)?.and_then(|x| x.verdict) {
-            Some(v) => {
-                let loss = v.loss.map_or("-".to_string(), |s| format!("{:.4}", s.mean));
+        let all = replays::of_record(&results, r.number)?;
+        let result = replays::lab_result(&all, m).and_then(|x| x.verdict.as_ref());
+        let lab = match (result, replays::newest_shortened(&all, m)) {
+            (Some(v), _) => {
+                let loss = v.loss.as_ref().map_or("-".to_string(), |s| format!("{:.4}", s.mean));
                 let word = if v.reached { "reached" } else { "NOT REACHED" };
                 format!("{loss} {word} {:.4}", v.target_loss)
             }
-            None => "not replayed".to_string(),
+            (None, Some(short)) => {
+                format!("shortened: {}", short.shortened(m).unwrap_or_default())
+            }
+            (None, None) => "not replayed".to_string(),
         };
         println!(
             "{:>3}  {:<8} {:<10}  {:>16}  {:>6}  {lab:<26}  {}",

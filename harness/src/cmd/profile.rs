@@ -80,6 +80,9 @@ pub fn run(args: Args) -> Result<()> {
         chosen.push(catalog.get(other)?);
     }
     let data = args.places.data(&root, lab)?;
+    for m in &chosen {
+        records::corpora::check_shards_for(m, lab, &data)?;
+    }
     let mut trainers = Vec::new();
     for m in &chosen {
         let n = m.record.number;
@@ -124,8 +127,8 @@ pub fn run(args: Args) -> Result<()> {
         _ => unreachable!("one record, or two with --compare"),
     }
     let json = serde_json::json!({ "time_not_comparable": not_comparable, "records": profiles });
-    std::fs::write(pending.dir().join("profile.json"), serde_json::to_string_pretty(&json)?)
-        .context("writing profile.json")?;
+    let json = serde_json::to_string_pretty(&json)?;
+    records::series::export::write_atomic(&pending.dir().join("profile.json"), json.as_bytes())?;
     let dest = pending.commit()?;
     println!("traces (open in ui.perfetto.dev or chrome://tracing):");
     for p in &profiles {

@@ -18,7 +18,8 @@ pub struct Args {
     pub places: super::RunPlaces,
     /// Record number (see `records list`).
     pub record: u32,
-    /// Step budget [default: 250 at lab scale (the [lab] table), the record's own at full].
+    /// Step budget [default: the record's, from its manifest: `[lab] steps` at lab scale
+    /// (proportional to its official steps: #29 250, #46 323), `record.steps` at full scale].
     #[arg(long, value_parser = positive::<u64>)]
     pub steps: Option<u64>,
     /// Independent runs (seeds seed, seed+1, ...) for the t-test against the target.
@@ -110,10 +111,8 @@ pub fn run(args: Args) -> Result<()> {
         records::replay::check_cuda_setup(&root)?;
     }
     let data = args.places.data(&root, lab)?;
-    if let Some(vocab) = vocab_size(m, lab) {
-        corpora::check_token_ids(&data, vocab)?;
-    }
-    let steps = args.steps.unwrap_or(if lab { lab_budget(m) } else { m.record.steps });
+    corpora::check_shards_for(m, lab, &data)?;
+    let steps = args.steps.unwrap_or(if lab { m.lab_steps() } else { m.record.steps });
     // Upstream's rule: a record must beat its parent re-timed on the same hardware.
     let parent = match args.baseline {
         true => {
@@ -195,7 +194,7 @@ pub fn run(args: Args) -> Result<()> {
     print!("{}", verdict.render(args.format.into()));
     plot_runs(m.record.number, &logs, lab, target, !args.no_plot);
     let json = serde_json::to_string_pretty(&verdict)?;
-    std::fs::write(pending.dir().join("verdict.json"), json).context("writing verdict.json")?;
+    records::series::export::write_atomic(&pending.dir().join("verdict.json"), json.as_bytes())?;
     let dest = pending.commit()?;
     println!("results: {}", dest.display());
     Ok(())
@@ -266,19 +265,6 @@ impl RunContext {
         }
         watch(&t.bin, &a, self.nproc, &self.opts, self.steps)
     }
-}
-
-/// The lab step budget from the manifest's `[lab]` table.
-/// The record's lab budget (`Manifest::load` checked it is a positive integer).
-fn lab_budget(m: &Manifest) -> u64 {
-    m.lab.get("steps").and_then(|v| v.as_integer()).map_or(0, |s| s as u64)
-}
-
-/// The recipe's `vocab_size` (the `[lab]` table's at lab scale), when it has one.
-fn vocab_size(m: &Manifest, lab: bool) -> Option<usize> {
-    let from = |t: &toml::Table| t.get("vocab_size").and_then(|v| v.as_integer());
-    let n = if lab { from(&m.lab).or_else(|| from(&m.recipe)) } else { from(&m.recipe) };
-    n.and_then(|n| usize::try_from(n).ok())
 }
 
 fn seed_of(m: &Manifest) -> u64 {

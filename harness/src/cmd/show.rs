@@ -49,9 +49,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if !m.upstream.is_empty() {
         println!("\nupstream records in this step (official times on 8xH100):");
         for u in &m.upstream {
-            let by = u.authors.join(", ");
-            let pr = records::catalog::pr_text(u.pr);
-            println!("  #{:<3} {}  {}  {pr} by {by}", u.number, u.date, u.time_text);
+            println!("  #{:<3} {}  {}  {}", u.number, u.date, u.time_text, u.credit());
             println!("        {}", u.title);
         }
     }

@@ -1,14 +1,14 @@
 //! `records verdict LOG...`: the replay's verdict for any training logs, upstream's or a user's
 //! own GPU runs of `train_gpt.py`.
 use super::FormatArg;
-use anyhow::{bail, Result};
-use records::catalog::TARGET_VAL_LOSS;
+use anyhow::{bail, Context, Result};
+use records::catalog::{Catalog, TARGET_VAL_LOSS};
 use records::runlog::{self, RunLog};
 use records::verdict::Verdict;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Judge training logs as a replay is judged: did the runs reach the target val loss within
-/// the step budget (one-sided t-test for two or more runs), and their train times. Reads
+/// their step budget (one-sided t-test for two or more runs), and their train times. Reads
 /// upstream's logs of every era and track (llm.c, track 1 and 2, track 3's times in seconds),
 /// our train.log files and your own runs of upstream's train_gpt.py.
 #[derive(clap::Args)]
@@ -16,11 +16,12 @@ pub struct Args {
     /// Log files, one per run (e.g. upstream's records/track_1_short/2025-09-03_FA3/*.txt).
     #[arg(required = true, value_name = "LOG")]
     pub logs: Vec<PathBuf>,
-    /// The val loss to reach: the mean over the runs must be at or below it.
-    #[arg(long, default_value_t = TARGET_VAL_LOSS, value_name = "LOSS")]
-    pub target: f64,
-    /// The step budget: a run counts when it validates at this step [default: the last
-    /// validation step of the longest log].
+    /// The val loss to reach: the mean over the runs must be at or below it [default: 3.28;
+    /// for our lab logs (`# scale: lab`, `# record: N`), record N's lab target].
+    #[arg(long, value_name = "LOSS")]
+    pub target: Option<f64>,
+    /// The step budget of logs whose lines state none (llm.c's `s:N`) [default: the last
+    /// validation step of the longest of them]; a log's own `step:N/M` lines set its budget.
     #[arg(long)]
     pub steps: Option<u64>,
     /// Output format.
@@ -29,8 +30,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    if !args.target.is_finite() {
-        bail!("--target must be a finite val loss, got {}", args.target);
+    if let Some(t) = args.target.filter(|t| !t.is_finite()) {
+        bail!("--target must be a finite val loss, got {t}");
     }
     if args.steps == Some(0) {
         bail!("--steps must be at least 1");
@@ -46,23 +47,120 @@ pub fn run(args: Args) -> Result<()> {
                 runlog::clip(line),
             );
         }
+        if let Some(cut) = &log.cut {
+            tracing::warn!("records: warning: {}: {}", path.display(), runlog::cut_text(cut));
+        }
+        if let (Some(given), Some(stated)) = (args.steps, log.stated_steps()) {
+            if given != stated {
+                bail!(
+                    "{}: the log's own budget is {stated} steps (its `step:N/{stated}` lines), \
+                     not --steps {given}; leave --steps out to judge each log by its own budget",
+                    path.display()
+                );
+            }
+        }
         logs.push(log);
     }
-    let steps = match args.steps {
-        Some(s) => s,
-        None => budget(&logs),
+    let (target, from) = match args.target {
+        Some(t) => (t, None),
+        None => target_of(&args.logs, &logs)?,
     };
-    let mut verdict = Verdict::of_logs(&logs, args.target, steps)?;
-    for (run, path) in verdict.runs.iter_mut().zip(&args.logs) {
-        run.name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    let mut verdict = Verdict::of_logs(&logs, target, args.steps)?.target_from(from);
+    for (run, name) in verdict.runs.iter_mut().zip(names(&args.logs)) {
+        run.name = Some(name);
     }
     print!("{}", verdict.render(args.format.into()));
     Ok(())
 }
 
-/// The step the runs are judged at: the last validation of the longest log. Upstream's track 3
-/// counts steps to the target, and its runs often stop before their schedule's end
-/// (`step:3325/3350`), so the `/M` of the lines is not the budget.
-fn budget(logs: &[RunLog]) -> u64 {
-    logs.iter().filter_map(|l| l.final_val()).map(|v| v.step).max().unwrap_or(0)
+/// The target the logs are judged against, and where it comes from when it is not upstream's
+/// 3.28: our lab logs (`# scale: lab`) reach the lab target of their record (`# record: N`),
+/// as `records replay` judges them. Logs that call for different targets are refused.
+fn target_of(paths: &[PathBuf], logs: &[RunLog]) -> Result<(f64, Option<String>)> {
+    let mut catalog = None;
+    let mut chosen: Option<(f64, Option<String>, &Path)> = None;
+    for (path, log) in paths.iter().zip(logs) {
+        let (target, from) = if log.header_value("scale") == Some("lab") {
+            let record = log.header_value("record").unwrap_or("?");
+            let n: u32 = record.parse().map_err(|_| {
+                anyhow::anyhow!(
+                    "{}: a lab-scale log (`# scale: lab`) of no known record (`# record: {record}`); \
+                     give --target",
+                    path.display()
+                )
+            })?;
+            if catalog.is_none() {
+                let loaded = records::paths::repo_root().and_then(|root| Catalog::load(&root));
+                catalog = Some(loaded.with_context(|| {
+                    format!(
+                        "{}: a lab-scale log is judged against its record's lab target, in the \
+                         checkout's records/ (or give --target)",
+                        path.display()
+                    )
+                })?);
+            }
+            let catalog = catalog.as_ref().expect("loaded above");
+            catalog.get(n).with_context(|| format!("{}: `# record: {n}`", path.display()))?;
+            let (t, by) = catalog.lab_target_of(n)?;
+            let from = format!(
+                "#{n}'s lab target, set by records/{by:02}.toml [lab_target]: the log says \
+                 `# scale: lab` and `# record: {n}`"
+            );
+            (t.val_loss, Some(from))
+        } else {
+            (TARGET_VAL_LOSS, None)
+        };
+        match &chosen {
+            Some((t, _, first)) if *t != target => bail!(
+                "{} is judged against val loss {t} and {} against {target}; judge them separately \
+                 or give --target",
+                first.display(),
+                path.display()
+            ),
+            Some(_) => {}
+            None => chosen = Some((target, from, path.as_path())),
+        }
+    }
+    let (target, from, _) = chosen.context("no logs")?;
+    Ok((target, from))
+}
+
+/// A name per log for the runs table: the file name, or, where file names collide (every run of
+/// a replay is a `train.log`), as many of the path's last components as tell them apart.
+fn names(paths: &[PathBuf]) -> Vec<String> {
+    let tail = |p: &Path, k: usize| -> String {
+        let parts: Vec<String> =
+            p.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+        parts[parts.len().saturating_sub(k)..].join("/")
+    };
+    let depth = paths.iter().map(|p| p.components().count()).max().unwrap_or(1);
+    let mut k = vec![1; paths.len()];
+    for _ in 0..depth {
+        let current: Vec<String> = paths.iter().zip(&k).map(|(p, &k)| tail(p, k)).collect();
+        let mut clash = false;
+        for i in 0..paths.len() {
+            if current.iter().filter(|c| **c == current[i]).count() > 1 {
+                k[i] += 1;
+                clash = true;
+            }
+        }
+        if !clash {
+            return current;
+        }
+    }
+    paths.iter().map(|p| p.display().to_string()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_grow_only_where_they_collide() {
+        let p = |s: &str| PathBuf::from(s);
+        let got = names(&[p("r/01/x/run-1/train.log"), p("r/01/x/run-2/train.log"), p("a.txt")]);
+        assert_eq!(got, ["run-1/train.log", "run-2/train.log", "a.txt"]);
+        assert_eq!(names(&[p("a/t.log"), p("b/c/t.log")]), ["a/t.log", "c/t.log"]);
+        assert_eq!(names(&[p("t.log"), p("t.log")]), ["t.log", "t.log"]);
+    }
 }

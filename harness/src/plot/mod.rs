@@ -169,7 +169,7 @@ impl Chart {
     }
 }
 
-/// Two records' newest lab replays on this machine, overlaid by step, against the lab target;
+/// Two records' lab results on this machine, overlaid by step, against the lab target;
 /// `None` unless both have val points.
 pub fn lab_pair(pair: [(u32, &Replay); 2], lab_target: Option<f64>) -> Option<Chart> {
     let runs: Vec<(String, &[ValPoint])> = pair
@@ -181,7 +181,7 @@ pub fn lab_pair(pair: [(u32, &Replay); 2], lab_target: Option<f64>) -> Option<Ch
     let chart = Chart::runs(pair[1].0, &runs, true, lab_target, XAxis::Step)?;
     let two = chart.curves.len() >= 2;
     two.then(|| Chart {
-        title: format!("#{} and #{}: our newest lab replays", pair[0].0, pair[1].0),
+        title: format!("#{} and #{}: our lab results", pair[0].0, pair[1].0),
         ..chart
     })
 }

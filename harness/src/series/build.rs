@@ -36,7 +36,9 @@ impl TreeBuild {
         let artifacts = build_dir(root);
         std::fs::create_dir_all(&artifacts)
             .with_context(|| format!("creating {}", artifacts.display()))?;
-        let lock = File::create(artifacts.join(".records-lock"))?;
+        let lock_file = artifacts.join(".records-lock");
+        let lock = File::create(&lock_file)
+            .with_context(|| format!("creating {}", lock_file.display()))?;
         lock.lock().with_context(|| format!("locking {}", artifacts.display()))?;
         let id = tree_id(tree)?;
         let wrapper = write_wrapper(&artifacts.join("wrappers").join(&id))?;
@@ -57,11 +59,14 @@ impl TreeBuild {
     pub fn keep_binary(&self, name: &str, cuda: bool) -> Result<PathBuf> {
         let kept = kept_path(&self.artifacts, &self.id, name, cuda);
         let dir = kept.parent().expect("a kept binary sits in a folder");
-        std::fs::create_dir_all(dir)?;
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let built = self.artifacts.join("release").join(name);
         let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-        std::fs::copy(&built, &tmp).with_context(|| format!("copying {}", built.display()))?;
-        std::fs::rename(&tmp, &kept)?;
+        let copied = std::fs::copy(&built, &tmp).and_then(|_| std::fs::rename(&tmp, &kept));
+        if copied.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        copied.with_context(|| format!("copying {} to {}", built.display(), kept.display()))?;
         Ok(kept)
     }
 }
@@ -97,9 +102,10 @@ fn write_wrapper(dir: &Path) -> Result<PathBuf> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))?;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))
+            .with_context(|| format!("making {} executable", tmp.display()))?;
     }
-    std::fs::rename(&tmp, &path)?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
 }
 

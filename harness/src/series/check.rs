@@ -30,7 +30,7 @@ pub fn check(root: &Path, build: bool, log: &mut dyn FnMut(&str)) -> Result<Vec<
     }
     let repo = apply::scratch_repo()?;
     let first = series.numbers()[0];
-    let trees = series.trees(&repo, first)?;
+    let trees = recorded::trees(&catalog, &series, &repo, first)?;
     let mut out = Vec::new();
     for (i, r) in series.records().iter().enumerate() {
         let manifest = catalog.get(r.number)?;
@@ -58,8 +58,7 @@ pub fn check(root: &Path, build: bool, log: &mut dyn FnMut(&str)) -> Result<Vec<
             }
         }
         check_notes(&repo, tree, manifest)?;
-        let tree_note =
-            if recorded::verify(&catalog, r.number, tree)? { "" } else { " (not recorded)" };
+        let tree_note = if manifest.record.tree.is_some() { "" } else { " (not recorded)" };
         let (added, removed) = r.commits.iter().fold((0, 0), |acc, c| {
             let (a, d) = c.counts();
             (acc.0 + a, acc.1 + d)

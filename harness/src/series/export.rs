@@ -171,18 +171,23 @@ fn write_tip(root: &Path, repo: &Repository, tip: Oid) -> Result<usize> {
     Ok(changes)
 }
 
-/// Temp file next to `path`, then rename: readers never see half a file.
+/// Temp file next to `path`, then rename: readers never see half a file, and a write that
+/// fails (a full disk, a folder in the way) leaves no temp file behind. Errors name `path`.
 pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    std::fs::write(&tmp, data).with_context(|| format!("writing {}", tmp.display()))?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        let _ = std::fs::set_permissions(&tmp, meta.permissions());
+    let written = std::fs::write(&tmp, data).and_then(|()| {
+        if let Ok(meta) = std::fs::metadata(path) {
+            let _ = std::fs::set_permissions(&tmp, meta.permissions());
+        }
+        std::fs::rename(&tmp, path)
+    });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
-    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+    written.with_context(|| format!("writing {}", path.display()))
 }
 
 #[cfg(test)]

@@ -156,8 +156,21 @@ impl Series {
 
     /// The trees of every record from the newest down to `oldest`, stored in `repo`.
     pub fn trees(&self, repo: &Repository, oldest: u32) -> Result<BTreeMap<u32, Oid>, SeriesError> {
+        self.walk(repo, oldest, |_, _, _| Ok(()))
+    }
+
+    /// [`Series::trees`], calling `made(record, tree, undone)` on each tree as soon as it is
+    /// made, before the next patch is reverse-applied: `undone` is the record whose patch made
+    /// it (`None` for the newest, the checkout's own tree).
+    pub fn walk<E: From<SeriesError>>(
+        &self,
+        repo: &Repository,
+        oldest: u32,
+        mut made: impl FnMut(u32, Oid, Option<u32>) -> Result<(), E>,
+    ) -> Result<BTreeMap<u32, Oid>, E> {
         let stop = self.position(oldest)?;
-        let mut tree = tree::worktree_tree(repo, &self.root)?;
+        let mut tree = tree::worktree_tree(repo, &self.root).map_err(SeriesError::from)?;
+        made(self.newest(), tree, None)?;
         let mut out = BTreeMap::from([(self.newest(), tree)]);
         for i in (stop + 1..self.records.len()).rev() {
             let r = &self.records[i];
@@ -169,16 +182,19 @@ impl Series {
                     subject: &c.subject,
                     direction: Direction::Reverse,
                 };
-                tree = apply::apply(repo, tree, &c.diff, &step)?;
+                tree = apply::apply(repo, tree, &c.diff, &step).map_err(SeriesError::from)?;
             }
-            out.insert(self.records[i - 1].number, tree);
+            let parent = self.records[i - 1].number;
+            made(parent, tree, Some(r.number))?;
+            out.insert(parent, tree);
         }
         Ok(out)
     }
 
-    /// Record `n`'s tree, stored in `repo`.
-    pub fn tree(&self, repo: &Repository, n: u32) -> Result<Oid, SeriesError> {
-        Ok(self.trees(repo, n)?[&n])
+    /// Record `n`'s tree, stored in `repo`, checked against the ids the manifests record (see
+    /// [`recorded::trees`]).
+    pub fn tree(&self, repo: &Repository, n: u32) -> anyhow::Result<Oid> {
+        Ok(recorded::trees(&Catalog::load(&self.root)?, self, repo, n)?[&n])
     }
 
     /// Applies record `n`'s commits to `tree` in order, returning the tree after each.

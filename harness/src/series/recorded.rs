@@ -1,12 +1,13 @@
 //! Each record's expected trainer tree, kept in its manifest as `[record] tree = "<git tree
 //! id>"`. A patch that loses or gains a change (a commit cut off, a trainer file edited outside
-//! the series) still applies cleanly, but it changes the trees of the older records; `series
-//! check` compares them with these ids. `capture` and `import`, which rewrite the series on
-//! purpose, write them.
+//! the series, a `-` line changed) still applies cleanly, but it changes the trees of the older
+//! records; every tree the series makes for use (`replay`, `series tree`, `bench`, `profile`,
+//! `diff`, `review`, `site`, `series check`) is compared with these ids. `capture` and `import`,
+//! which rewrite the series on purpose, write them.
 use super::{apply, Series};
 use crate::catalog::Catalog;
 use anyhow::{bail, Context, Result};
-use git2::Oid;
+use git2::{Oid, Repository};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -42,17 +43,42 @@ pub fn record(root: &Path) -> Result<Vec<u32>> {
     write(root, &trees)
 }
 
-/// Whether record `n`'s manifest records a tree; an error when it records another one.
-pub fn verify(catalog: &Catalog, n: u32, tree: Oid) -> Result<bool> {
-    let m = catalog.get(n)?;
-    let Some(want) = m.record.tree.as_deref() else {
-        return Ok(false);
-    };
-    if want != tree.to_string() {
+/// The trees of every record from the newest down to `oldest` (see [`Series::trees`]), each
+/// compared with the id its manifest records as soon as it is made. A tree that differs is
+/// blamed on what made it: the checkout's trainer files for the newest, else the patches
+/// reverse-applied since the last tree that matched (a changed `-` or context line applies
+/// cleanly both ways, but gives the older records another trainer).
+pub fn trees(
+    catalog: &Catalog,
+    series: &Series,
+    repo: &Repository,
+    oldest: u32,
+) -> Result<BTreeMap<u32, Oid>> {
+    let mut suspects: Vec<u32> = Vec::new();
+    series.walk(repo, oldest, |n, tree, undone| -> Result<()> {
+        suspects.extend(undone);
+        let Ok(m) = catalog.get(n) else { return Ok(()) };
+        let Some(want) = m.record.tree.as_deref() else { return Ok(()) };
+        if want == tree.to_string() {
+            suspects.clear();
+            return Ok(());
+        }
+        let by = match suspects.as_slice() {
+            [] => "the checkout's trainer files (src/, tests/, Cargo.toml, ...) give".to_string(),
+            [one] => format!("reverse-applying patches/{one:02}.patch gives"),
+            many => {
+                let list: Vec<String> = many.iter().map(|p| format!("patches/{p:02}.patch")).collect();
+                format!("reverse-applying {} gives", list.join(", "))
+            }
+        };
+        let what = match suspects.as_slice() {
+            [] => "a trainer file changed outside the series".to_string(),
+            [one] => format!("patches/{one:02}.patch changed since the trees were recorded (a removed or context line edited gives #{n} another trainer)"),
+            _ => "one of these patches changed since the trees were recorded".to_string(),
+        };
         bail!(
-            "{}: record.tree = {want} but the series gives #{n} the tree {tree}: a patch lost or gained a change, or a trainer file changed outside the series. If that is intended, record the new trees with `records series import` (after `export`) or `records series capture`",
+            "{}: record.tree = {want}, but {by} #{n} the tree {tree}: {what}. If that is intended, record the new trees with `records series import` (after `export`) or `records series capture`",
             m.path.display()
-        );
-    }
-    Ok(true)
+        )
+    })
 }

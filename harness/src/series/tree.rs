@@ -23,7 +23,8 @@ pub const MARKER: &str = ".records-tree";
 pub enum TreeError {
     #[error("{root} is not a git checkout ({source}); the trainer tree is what git tracks there")]
     NotARepo { root: PathBuf, source: git2::Error },
-    #[error("reading {path}: {source}")]
+    /// Reading the checkout or writing a tree.
+    #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
     #[error("git: {0}")]
     Git(#[from] git2::Error),
@@ -179,14 +180,21 @@ pub fn write_dir(repo: &Repository, tree: Oid, dest: &Path) -> Result<(), TreeEr
     let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
     let old = parent.join(format!(".{name}.old-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
-    for (path, (mode, data)) in files(repo, tree)? {
-        let file = tmp.join(&path);
-        if let Some(dir) = file.parent() {
-            std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let written = (|| {
+        for (path, (mode, data)) in files(repo, tree)? {
+            let file = tmp.join(&path);
+            if let Some(dir) = file.parent() {
+                std::fs::create_dir_all(dir).map_err(io(dir))?;
+            }
+            write_file(&file, mode, &data).map_err(io(&file))?;
         }
-        write_file(&file, mode, &data).map_err(io(&file))?;
+        std::fs::write(tmp.join(MARKER), format!("{tree}\n")).map_err(io(&tmp))
+    })();
+    // A full disk leaves no half-written tree behind.
+    if let Err(e) = written {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
     }
-    std::fs::write(tmp.join(MARKER), format!("{tree}\n")).map_err(io(&tmp))?;
     if !holds(dest) && dest.exists() {
         let _ = std::fs::rename(dest, &old);
     }

@@ -7,7 +7,8 @@
 mod pages;
 
 use crate::catalog::Catalog;
-use crate::series::{apply, Series};
+use crate::series::export::write_atomic;
+use crate::series::{apply, recorded, Series};
 use anyhow::{Context, Result};
 use minijinja::Environment;
 use std::path::{Path, PathBuf};
@@ -48,7 +49,7 @@ pub fn build(root: &Path, results: &Path, out: &Path) -> Result<Built> {
     let repo = apply::scratch_repo()?;
     let oldest = catalog.records().first().map(|m| m.record.number);
     let trees = match oldest {
-        Some(n) => series.trees(&repo, n)?,
+        Some(n) => recorded::trees(&catalog, &series, &repo, n)?,
         None => Default::default(),
     };
     for m in catalog.records() {
@@ -78,12 +79,4 @@ fn templates() -> Result<Environment<'static>> {
         env.add_template(name, text).with_context(|| format!("template {name}"))?;
     }
     Ok(env)
-}
-
-/// Writes `bytes` to a sibling temp file and renames it into place.
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
 }

@@ -49,7 +49,10 @@ impl Replays {
 struct IndexRow<'a> {
     r: &'a RecordFacts,
     page: String,
+    /// The record's lab result ([`replays::lab_result`]).
     lab: Option<ReplayView>,
+    /// Without one, the newest shortened lab replay's "N of M steps".
+    shortened: Option<String>,
     spark: Option<String>,
 }
 
@@ -57,11 +60,11 @@ pub fn index(env: &Environment, catalog: &Catalog, replays: &Replays) -> Result<
     let mut rows = Vec::new();
     for m in catalog.records() {
         let n = m.record.number;
-        let lab =
-            replays.of(n).iter().rev().filter(|r| r.lab && r.verdict.is_some()).map(view).next();
+        let lab = replays::lab_result(replays.of(n), m).map(|r| view(r, m));
+        let shortened = replays::newest_shortened(replays.of(n), m).and_then(|r| r.shortened(m));
         let spark =
             Chart::official(m, XAxis::Step).map(|c| svg::sparkline(&c, SPARK)).transpose()?;
-        rows.push(IndexRow { r: &m.record, page: super::record_page(n), lab, spark });
+        rows.push(IndexRow { r: &m.record, page: super::record_page(n), lab, shortened, spark });
     }
     Ok(env
         .get_template("index.html")?
@@ -138,6 +141,8 @@ struct OfficialView {
 struct ReplayView {
     id: String,
     scale: &'static str,
+    /// Its step budget; "N of M steps (shortened)" for a `--steps` run.
+    steps: String,
     verdict: Option<&'static str>,
     reached: bool,
     reason: String,
@@ -209,7 +214,7 @@ pub fn record(
         commits => Serde(commit_views),
         loose => Serde(loose),
         official => Serde(official(m)),
-        replays => Serde(ours.iter().map(view).collect::<Vec<_>>()),
+        replays => Serde(ours.iter().map(|r| view(r, m)).collect::<Vec<_>>()),
         figures => Serde(figures),
         target => TARGET_VAL_LOSS,
     })?;
@@ -370,10 +375,7 @@ fn official(m: &Manifest) -> OfficialView {
         format!("{:.4}{std}", s.mean)
     });
     let ttest = match stats::ttest_1samp_less(&e.val_losses, TARGET_VAL_LOSS) {
-        Some(t) => Some(format!(
-            "p = {:.4} that the mean is not below {TARGET_VAL_LOSS} (one-sided t-test, t = {:.3}, df = {})",
-            t.p, t.t, t.df
-        )),
+        Some(t) => Some(crate::figures::loss_test(&t, TARGET_VAL_LOSS)),
         None if !e.val_losses.is_empty() => Some("p-value: needs two or more runs".into()),
         None => None,
     };
@@ -391,12 +393,18 @@ fn official(m: &Manifest) -> OfficialView {
     }
 }
 
-fn view(r: &Replay) -> ReplayView {
+fn view(r: &Replay, m: &Manifest) -> ReplayView {
     let scale = if r.lab { "lab" } else { "full" };
+    let steps = match (r.shortened(m), r.steps()) {
+        (Some(short), _) => format!("{short} (shortened)"),
+        (None, Some(steps)) => steps.to_string(),
+        (None, None) => "n/a".into(),
+    };
     match &r.verdict {
         Some(v) => ReplayView {
             id: r.id.clone(),
             scale,
+            steps,
             verdict: Some(if v.reached { "REACHED" } else { "NOT REACHED" }),
             reached: v.reached,
             reason: v.reason.clone(),
@@ -407,6 +415,7 @@ fn view(r: &Replay) -> ReplayView {
         None => ReplayView {
             id: r.id.clone(),
             scale,
+            steps,
             verdict: None,
             reached: false,
             reason: r.verdict_error.clone().unwrap_or_else(|| "no verdict.json".into()),

@@ -13,15 +13,21 @@ impl Verdict {
         let md = format == Format::Markdown;
         let mut o = String::new();
         let target = self.target_loss;
+        let within = match self.common_steps() {
+            Some(steps) => count(steps as usize, "step"),
+            None => "each log's own step budget".to_string(),
+        };
         let head = format!(
-            "Verdict: {} (target val loss {target} within {})",
+            "Verdict: {} (target val loss {target} within {within})",
             if self.reached { "REACHED" } else { "NOT REACHED" },
-            count(self.steps as usize, "step")
         );
+        let from = self.target_from.as_ref().map(|f| format!("target: {f}"));
         if md {
-            let _ = writeln!(o, "**{head}**\n\n{}\n", self.reason);
+            let from = from.map(|f| format!("{f}\n\n")).unwrap_or_default();
+            let _ = writeln!(o, "**{head}**\n\n{from}{}\n", self.reason);
         } else {
-            let _ = writeln!(o, "{head}\n  {}\n", self.reason);
+            let from = from.map(|f| format!("  {f}\n")).unwrap_or_default();
+            let _ = writeln!(o, "{head}\n{from}  {}\n", self.reason);
         }
         if let Some(why) = &self.time_not_comparable {
             let _ = writeln!(o, "Times NOT COMPARABLE: {why}\n");
@@ -108,9 +114,11 @@ impl Verdict {
         ])
         .left(4);
         for (i, r) in self.runs.iter().enumerate() {
+            let budget = r.steps.unwrap_or(self.steps);
             let step = match r.final_step {
-                Some(s) if r.finished => format!("{s}/{}", self.steps),
-                Some(s) => format!("{s}/{} (unfinished)", self.steps),
+                Some(s) if r.finished && s < budget => format!("{s}/{budget} (stopped at target)"),
+                Some(s) if r.finished => format!("{s}/{budget}"),
+                Some(s) => format!("{s}/{budget} (unfinished)"),
                 None => "no val line".to_string(),
             };
             let hit = match &r.first_at_target {
