@@ -20,19 +20,6 @@ fn manifest(dir: &Path) {
     std::fs::write(dir.join("62.toml"), text).unwrap();
 }
 
-/// Byte documents of 40-600 tokens, each after a BOS (256), as train and val shards.
-fn corpus(dir: &Path) {
-    let mut rng = corpus::synthetic::SplitMix64(62);
-    let mut tokens = Vec::new();
-    while tokens.len() < 60_000 {
-        tokens.push(256u16);
-        let len = 40 + rng.below(560);
-        tokens.extend((0..len).map(|_| rng.below(256) as u16));
-    }
-    corpus::shard::write_shard(&dir.join("x_val_000000.bin"), &tokens[..20_000]).unwrap();
-    corpus::shard::write_shard(&dir.join("x_train_000001.bin"), &tokens[20_000..]).unwrap();
-}
-
 fn rank(dir: &Path, rank: usize, port: u16) -> Child {
     Command::new(env!("CARGO_BIN_EXE_train"))
         // Two steps: Muon alone, then Muon and Adam (Adam steps every other step from #39).
@@ -59,7 +46,7 @@ fn rank(dir: &Path, rank: usize, port: u16) -> Child {
 fn record_62_trains_on_two_ranks_with_the_gpu_storage_policy() {
     let dir = tempfile::tempdir().unwrap();
     manifest(dir.path());
-    corpus(dir.path());
+    common::byte_document_shards(dir.path(), 62, 60_000);
     let port = common::free_port();
     let (r0, r1) = (rank(dir.path(), 0, port), rank(dir.path(), 1, port));
     for (r, child) in [r0, r1].into_iter().enumerate() {

@@ -157,30 +157,28 @@ fn fp8_mlp_runs_in_training_only() {
     assert!(train.allclose(&eval, 0.1, 0.1 * want.abs().max().double_value(&[]), false));
 }
 
-/// #80: Q and K orthogonalized per head pair (blocks of 2·head_dim rows), V and O as whole
-/// matrices: one Muon step (momentum 0, no NorMuon) is −lr times each block's Polar Express.
-#[test]
-fn qk_head_pairs_are_orthogonalized_apart() {
+/// One Muon step (lr 0.1, momentum 0, no decay) of a zero [4C, C] QKVO weight with Q and K
+/// orthogonalized in blocks of `block` rows (#80), NorMuon with `beta2` when given, on a random
+/// gradient from `seed`: (the gradient, the weight after the step).
+fn qkvo_step(c: i64, block: i64, beta2: Option<f64>, seed: i64) -> (tch::Tensor, tch::Tensor) {
     use tch::{Device, Kind, Tensor};
     use trainer::dist::single::Single;
     use trainer::model::params::{Group, Opt, Param, Role};
     use trainer::optim::muon::{Muon, MuonConfig};
-    use trainer::optim::polar_express;
     use trainer::recipe::Orthogonalizer;
-    let (c, block) = (8i64, 4i64); // 4 heads of 2: pairs of 4 rows
     let cfg = MuonConfig {
         lr: 0.1,
         weight_decay: 0.0,
         ns_steps: 5,
         orthogonalizer: Orthogonalizer::PolarExpress,
-        beta2: None,
+        beta2,
         cautious_wd: false,
         gate_rows: false,
         qkvo_square: true,
         qk_block: Some(block),
         kind: Kind::Float,
     };
-    tch::manual_seed(4);
+    tch::manual_seed(seed);
     let g = Tensor::randn([4 * c, c], (Kind::Float, Device::Cpu));
     let tensor = Tensor::zeros([4 * c, c], (Kind::Float, Device::Cpu)).set_requires_grad(true);
     let t = tensor.shallow_clone();
@@ -188,6 +186,17 @@ fn qk_head_pairs_are_orthogonalized_apart() {
     let mut muon = Muon::new(vec![Param { name: "qkvo".into(), tensor, group }], cfg).unwrap();
     (&t * &g).sum(Kind::Float).backward();
     muon.step(&mut Single, 1.0, 0.0).unwrap();
+    (g, t.detach())
+}
+
+/// #80: Q and K orthogonalized per head pair (blocks of 2·head_dim rows), V and O as whole
+/// matrices: one Muon step (momentum 0, no NorMuon) is −lr times each block's Polar Express.
+#[test]
+fn qk_head_pairs_are_orthogonalized_apart() {
+    use tch::{Kind, Tensor};
+    use trainer::optim::polar_express;
+    let (c, block) = (8i64, 4i64); // 4 heads of 2: pairs of 4 rows
+    let (g, t) = qkvo_step(c, block, None, 4);
     let pe = |x: &Tensor| polar_express::orthogonalize(x, Kind::Float);
     let qk = pe(&g.narrow(0, 0, 2 * c).reshape([-1, block, c])).reshape([-1, c]);
     let vo = pe(&g.narrow(0, 2 * c, 2 * c).reshape([2, c, c])).reshape([-1, c]);
@@ -204,33 +213,10 @@ fn qk_head_pairs_are_orthogonalized_apart() {
 /// 1/√((1−β2)·mean(o²)), then the block back to o's Frobenius norm.
 #[test]
 fn qk_head_pair_moments_follow_the_blocks_shape() {
-    use tch::{Device, Kind, Tensor};
-    use trainer::dist::single::Single;
-    use trainer::model::params::{Group, Opt, Param, Role};
-    use trainer::optim::muon::{Muon, MuonConfig};
+    use tch::{Kind, Tensor};
     use trainer::optim::polar_express;
-    use trainer::recipe::Orthogonalizer;
     let (c, block, beta2) = (8i64, 8i64, 0.95);
-    let cfg = MuonConfig {
-        lr: 0.1,
-        weight_decay: 0.0,
-        ns_steps: 5,
-        orthogonalizer: Orthogonalizer::PolarExpress,
-        beta2: Some(beta2),
-        cautious_wd: false,
-        gate_rows: false,
-        qkvo_square: true,
-        qk_block: Some(block),
-        kind: Kind::Float,
-    };
-    tch::manual_seed(80);
-    let g = Tensor::randn([4 * c, c], (Kind::Float, Device::Cpu));
-    let tensor = Tensor::zeros([4 * c, c], (Kind::Float, Device::Cpu)).set_requires_grad(true);
-    let t = tensor.shallow_clone();
-    let group = Group { role: Role::Qkvo, ..Group::new(Opt::Muon, 1.0) };
-    let mut muon = Muon::new(vec![Param { name: "qkvo".into(), tensor, group }], cfg).unwrap();
-    (&t * &g).sum(Kind::Float).backward();
-    muon.step(&mut Single, 1.0, 0.0).unwrap();
+    let (g, t) = qkvo_step(c, block, Some(beta2), 80);
     let normalized = |x: &Tensor, dim: i64| {
         let o = polar_express::orthogonalize(x, Kind::Float).to_kind(Kind::Double);
         let s = o.square().mean_dim(dim, true, Kind::Double) * (1.0 - beta2);

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::net::TcpListener;
+use std::path::Path;
 use std::thread;
 use tch::{nn, Device, Kind};
 use trainer::dist::RankEnv;
@@ -107,4 +108,18 @@ pub fn record_with(n: u32, lines: &str, scale: Scale) -> Recipe {
         .collect();
     let text = kept.join("\n").replace("[recipe]\n", &format!("[recipe]\n{lines}\n"));
     Recipe::from_manifest_str(&text, scale, None).unwrap()
+}
+
+/// `total` tokens of byte documents (40-600 random bytes, each after a BOS, 256) from `seed`, the
+/// first 20,000 as a val shard and the rest as a train shard in `dir`.
+pub fn byte_document_shards(dir: &Path, seed: u64, total: usize) {
+    let mut rng = corpus::synthetic::SplitMix64(seed);
+    let mut tokens = Vec::new();
+    while tokens.len() < total {
+        tokens.push(256u16);
+        let len = 40 + rng.below(560);
+        tokens.extend((0..len).map(|_| rng.below(256) as u16));
+    }
+    corpus::shard::write_shard(&dir.join("x_val_000000.bin"), &tokens[..20_000]).unwrap();
+    corpus::shard::write_shard(&dir.join("x_train_000001.bin"), &tokens[20_000..]).unwrap();
 }
