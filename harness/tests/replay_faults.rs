@@ -81,6 +81,9 @@ impl Lab {
         let toks: Vec<u16> = (0..4096).map(|i| (i % 256) as u16).collect();
         corpus::shard::write_shard(&data.join("x_train_000001.bin"), &toks).unwrap();
         corpus::shard::write_shard(&data.join("x_val_000000.bin"), &toks).unwrap();
+        // The fake trainer is this fixture's series now: record its trees, as `series import`
+        // does, or every replay refuses a tree that is not the recorded one.
+        records::series::recorded::record(f.root()).unwrap();
         let results = f.root().join("results");
         Lab { f, target: tempfile::tempdir().unwrap(), data, results }
     }
