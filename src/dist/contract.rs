@@ -54,20 +54,10 @@ impl Collectives for Checked {
         self.inner.backend()
     }
     fn all_reduce(&mut self, tensors: &mut [Tensor], op: Op) -> Result<(), DistError> {
-        if let Some(first) = tensors.first() {
-            let kind = first.f_kind()?;
-            for (i, t) in tensors.iter().enumerate() {
-                self.on_device("all_reduce", &format!("tensor {i}"), t)?;
-                if t.f_kind()? != kind {
-                    return Err(DistError::Usage(format!(
-                        "all_reduce: tensor {i} is {:?} but tensor 0 is {kind:?}; pass one dtype \
-                         per call",
-                        t.f_kind()?
-                    )));
-                }
-            }
-            super::check_op(kind, op)?;
+        for (i, t) in tensors.iter().enumerate() {
+            self.on_device("all_reduce", &format!("tensor {i}"), t)?;
         }
+        super::one_kind(tensors, op)?;
         self.inner.all_reduce(tensors, op)
     }
     fn broadcast(&mut self, tensor: &mut Tensor, root: usize) -> Result<(), DistError> {

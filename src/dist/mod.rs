@@ -138,9 +138,17 @@ pub(crate) fn check_sizes(
 /// `tensors` as one flat buffer, so a list costs one collective instead of one per tensor;
 /// `None` for an empty list. They must share one dtype, and `op` must suit it.
 pub(crate) fn flatten(tensors: &[Tensor], op: Op) -> Result<Option<Tensor>, DistError> {
+    if one_kind(tensors, op)?.is_none() {
+        return Ok(None);
+    }
+    let flat = tensors.iter().map(|t| t.f_reshape([-1])).collect::<Result<Vec<_>, _>>()?;
+    Ok(Some(Tensor::f_cat(&flat, 0)?))
+}
+
+/// The one dtype of an all_reduce's list (`None` when empty), which `op` must suit.
+pub(crate) fn one_kind(tensors: &[Tensor], op: Op) -> Result<Option<Kind>, DistError> {
     let Some(first) = tensors.first() else { return Ok(None) };
     let kind = first.f_kind()?;
-    let mut flat = Vec::with_capacity(tensors.len());
     for (i, t) in tensors.iter().enumerate() {
         if t.f_kind()? != kind {
             return Err(DistError::Usage(format!(
@@ -148,10 +156,9 @@ pub(crate) fn flatten(tensors: &[Tensor], op: Op) -> Result<Option<Tensor>, Dist
                 t.f_kind()?
             )));
         }
-        flat.push(t.f_reshape([-1])?);
     }
     check_op(kind, op)?;
-    Ok(Some(Tensor::f_cat(&flat, 0)?))
+    Ok(Some(kind))
 }
 
 /// A broadcast's root must be a rank of the world.
