@@ -3,7 +3,7 @@
 //! A manifest holds upstream's facts (`[record]`), the figures of its official logs
 //! (`[evidence]`), the trainer's recipe (`[recipe]`, checked by the trainer itself), the lab-scale
 //! overrides (`[lab]`) and review notes anchored in the record's patch (`[[notes]]`).
-use crate::recipe_keys;
+use crate::recipe_check;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -45,7 +45,7 @@ pub struct Manifest {
     pub upstream: Vec<Upstream>,
     #[serde(default)]
     pub notes: Vec<Note>,
-    /// Every key path of `[recipe]` (`lr`, `rotary.base`) and its line, for [`recipe_keys`].
+    /// Every key path of `[recipe]` (`lr`, `rotary.base`) and its line, for the recipe diff.
     #[serde(skip)]
     pub recipe_keys: Vec<(String, usize)>,
 }
@@ -161,7 +161,8 @@ impl Manifest {
             anyhow::anyhow!("{}: line {line}: {}", path.display(), e.message().trim())
         })?;
         m.path = path.to_path_buf();
-        m.recipe_keys = recipe_keys::key_lines(&text);
+        m.recipe_keys = recipe_check::key_lines(&text);
+        recipe_check::check(path, &text).map_err(anyhow::Error::msg)?;
         m.validate()?;
         Ok(m)
     }
@@ -272,16 +273,8 @@ impl Catalog {
             }
         }
         loaded.sort_by_key(|m| m.record.number);
-        let known = recipe_keys::known(&loaded);
-        let mut records = Vec::new();
-        for m in loaded {
-            match recipe_keys::check(&m, &known) {
-                Ok(()) => records.push(m),
-                Err(error) => broken.push(Broken::new(m.path, error)),
-            }
-        }
         broken.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(Catalog { records, broken })
+        Ok(Catalog { records: loaded, broken })
     }
 
     /// The manifests that loaded.

@@ -14,7 +14,7 @@ pub mod pager;
 pub mod paths;
 pub mod plot;
 pub mod profile;
-pub mod recipe_keys;
+pub mod recipe_check;
 pub mod replay;
 pub mod replays;
 pub mod report;
@@ -26,4 +26,11 @@ pub mod site;
 pub mod stats;
 pub mod table;
 pub mod timing_lock;
+/// The trainer's recipe module (`src/recipe.rs`, `src/recipe/`), compiled into the CLI so a
+/// manifest is checked by the trainer's own rules before anything builds ([`recipe_check`]).
+/// It needs no libtorch.
+#[path = "../../src"]
+pub mod trainer {
+    pub mod recipe;
+}
 pub mod verdict;

@@ -1,6 +1,6 @@
 //! Replaying a record: the data it needs, building its trainer, running the ranks, results.
 use crate::paths;
-use crate::series::build::{kept_binary, run_cargo, TreeBuild};
+use crate::series::build::{kept_binary, libtorch, run_cargo, TreeBuild};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 
@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 /// checkout itself, into its own target dir). A tree whose binary is kept already is not built
 /// again: its id names its exact files.
 pub fn build_trainer(root: &Path, tree: &Path, head: bool, cuda: bool) -> Result<PathBuf> {
-    let libtorch = paths::venv_dir(root).join("libtorch");
+    // An exported LIBTORCH is the user's own: cargo judges it.
+    let libtorch = libtorch(root, std::env::var_os("LIBTORCH"));
     if !libtorch.exists() && std::env::var_os("LIBTORCH").is_none() {
         bail!("libtorch is not set up ({} is missing): run scripts/setup.sh", libtorch.display());
     }
@@ -18,7 +19,7 @@ pub fn build_trainer(root: &Path, tree: &Path, head: bool, cuda: bool) -> Result
     }
     if head {
         let target = paths::cargo_target_dir(root);
-        run_cargo(&target, root, &args)?;
+        run_cargo(root, &target, root, &args)?;
         return Ok(target.join("release").join("train"));
     }
     let kept = kept_binary(root, tree, "train", cuda)?;

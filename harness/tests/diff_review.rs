@@ -22,7 +22,7 @@ fn diff_forward_shows_commits_recipe_and_code() {
     // Grouped by the manifest's section comments, in its order, each with its line's comment.
     assert!(
         text.contains(
-            "  Optimizer\n    ~ lr: 0.1 → 0.2   # step size\n  Model\n    ~ value_embeds: false → true\n"
+            "  Optimizer\n    ~ lr: 0.1 → 0.2   # step size\n  Model\n    ~ zero_proj: false → true\n"
         ),
         "{text}"
     );

@@ -17,6 +17,10 @@ fn main() {
     let out = std::path::PathBuf::from(&args[args.iter().position(|a| a == "--out").unwrap() + 1]);
     std::fs::create_dir_all(&out).unwrap();
     let mode = std::env::var("FAKE_TRAIN").unwrap_or_default();
+    if mode == "libtorch" {
+        // The libtorch this binary was built against, as cargo passed it.
+        std::fs::write(std::env::var("FAKE_OUT").unwrap(), option_env!("LIBTORCH").unwrap_or("")).unwrap();
+    }
     if mode == "block" {
         std::fs::write(std::env::var("FAKE_PID").unwrap(), std::process::id().to_string()).unwrap();
         std::thread::sleep(std::time::Duration::from_secs(600));
@@ -272,6 +276,22 @@ fn token_ids_beyond_the_vocabulary_name_the_shard_the_position_and_the_id() {
         assert!(!lab.f.root().join("target/records/trees/01").exists(), "{command} materialized");
         println!("{command} ids: {err}");
     }
+}
+
+#[test]
+fn a_tree_builds_against_the_libtorch_of_records_venv() {
+    let lab = Lab::new(false);
+    let venv = tempfile::tempdir().unwrap();
+    std::fs::create_dir(venv.path().join("libtorch")).unwrap();
+    let seen = venv.path().join("seen");
+    let mut cmd = lab.command(
+        &["replay", "1", "--steps", "3"],
+        &[("FAKE_TRAIN", "libtorch"), ("FAKE_OUT", seen.to_str().unwrap())],
+    );
+    let out = cmd.env_remove("LIBTORCH").env("RECORDS_VENV", venv.path()).output().unwrap();
+    assert!(seen.exists(), "the trainer did not run: {}", stderr(&out));
+    let seen = std::fs::read_to_string(&seen).unwrap();
+    assert_eq!(Path::new(&seen), venv.path().join("libtorch"));
 }
 
 #[test]

@@ -96,8 +96,12 @@ fn a_changed_removed_line_is_blamed_on_its_patch_and_its_tree_never_used() {
     // One byte of a removed line: the patch still applies both ways, but #29's and #1's trees
     // would hold the changed line.
     f.write("patches/38.patch", &p38.replace("\n-    h + 1.0\n", "\n-    h + 1.1\n"));
-    let data = f.root().join("target/no-shards");
+    // Shards that pass the shard check, so the commands get as far as the tree.
+    let data = f.root().join("target/shards");
     std::fs::create_dir_all(&data).unwrap();
+    for split in ["train_000001", "val_000000"] {
+        corpus::shard::write_shard(&data.join(format!("x_{split}.bin")), &[1, 2, 3]).unwrap();
+    }
     let data = data.to_str().unwrap();
     for args in [
         &["series", "check"][..],
@@ -154,6 +158,41 @@ fn a_manifest_that_does_not_parse_leaves_the_others_usable() {
     let out = f.records(&["series", "check"]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("records/29.toml: line 3:"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_recipe_the_trainer_would_refuse_is_refused_before_anything_builds() {
+    let f = Fixture::new();
+    let m = f.read("records/29.toml");
+    let cases = [
+        (
+            "\nn_layer = 12\n",
+            "\nn_layer = \"eleven\"\n",
+            ": recipe: invalid type: string \"eleven\", expected usize",
+        ),
+        (
+            "\nseed = 42\n",
+            "\nseed = 42\nmtp = [1.0, -1.0]\n",
+            "mtp = [1.0, -1.0] needs 2 to 4 positive weights",
+        ),
+        (
+            "\nsteps = 100\n",
+            "\nsteps = 100\nn_headd = 4\n",
+            "at lab scale: lab.n_headd: not a recipe key",
+        ),
+    ];
+    for (from, to, want) in cases {
+        assert!(m.contains(from), "{from}");
+        f.write("records/29.toml", &m.replacen(from, to, 1));
+        for args in [&["show", "29"][..], &["series", "check"], &["replay", "29"]] {
+            let out = f.records(args);
+            let err = stderr(&out);
+            assert!(!out.status.success(), "{args:?}");
+            assert!(err.contains("records/29.toml:") && err.contains(want), "{args:?}: {err}");
+            assert!(!err.contains("building"), "{args:?} built first: {err}");
+        }
+        println!("{to:?}: {}", stderr(&f.records(&["show", "29"])));
+    }
 }
 
 #[test]

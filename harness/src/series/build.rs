@@ -24,6 +24,8 @@ pub struct TreeBuild {
     artifacts: PathBuf,
     /// The checkout's target dir, shared as cargo's build dir.
     shared: PathBuf,
+    /// The checkout, whose venv provides libtorch.
+    root: PathBuf,
     tree: PathBuf,
     id: String,
     wrapper: PathBuf,
@@ -43,12 +45,13 @@ impl TreeBuild {
         let id = tree_id(tree)?;
         let wrapper = write_wrapper(&artifacts.join("wrappers").join(&id))?;
         let shared = crate::paths::cargo_target_dir(root);
-        Ok(TreeBuild { artifacts, shared, tree: tree.to_path_buf(), id, wrapper, _lock: lock })
+        let (root, tree) = (root.to_path_buf(), tree.to_path_buf());
+        Ok(TreeBuild { artifacts, shared, root, tree, id, wrapper, _lock: lock })
     }
 
     /// `cargo <args>` in the tree, with the tree's own wrapper.
     pub fn cargo(&self, args: &[&str]) -> Result<()> {
-        let mut cmd = cargo_command(&self.artifacts, &self.tree, args);
+        let mut cmd = cargo_command(&self.root, &self.artifacts, &self.tree, args);
         cmd.env("CARGO_BUILD_BUILD_DIR", &self.shared)
             .env("RUSTC_WORKSPACE_WRAPPER", &self.wrapper);
         run(cmd, &self.tree, args)
@@ -109,18 +112,27 @@ fn write_wrapper(dir: &Path) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// Runs cargo in `dir` with `target` as its target dir; the error names the command.
-pub fn run_cargo(target: &Path, dir: &Path, args: &[&str]) -> Result<()> {
-    run(cargo_command(target, dir, args), dir, args)
+/// Runs cargo in `dir` of the checkout `root` with `target` as its target dir; the error names
+/// the command.
+pub fn run_cargo(root: &Path, target: &Path, dir: &Path, args: &[&str]) -> Result<()> {
+    run(cargo_command(root, target, dir, args), dir, args)
 }
 
-fn cargo_command(target: &Path, dir: &Path, args: &[&str]) -> Command {
+fn cargo_command(root: &Path, target: &Path, dir: &Path, args: &[&str]) -> Command {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     // A process group of its own, so a signal to `records` stops rustc and the build scripts
     // with cargo (see `crate::signals`).
     let mut cmd = Command::new(cargo);
     cmd.args(args).current_dir(dir).env("CARGO_TARGET_DIR", target).process_group(0);
+    cmd.env("LIBTORCH", libtorch(root, std::env::var_os("LIBTORCH")));
     cmd
+}
+
+/// The libtorch a build links: an exported `LIBTORCH` wins, else the venv's (`RECORDS_VENV`
+/// or `.venv`). Always passed, because the checkout's `.cargo/config.toml` only knows
+/// `.venv/libtorch` and a tree under the checkout's target dir would pick that up.
+pub fn libtorch(root: &Path, exported: Option<std::ffi::OsString>) -> PathBuf {
+    exported.map_or_else(|| crate::paths::venv_dir(root).join("libtorch"), PathBuf::from)
 }
 
 fn run(mut cmd: Command, dir: &Path, args: &[&str]) -> Result<()> {

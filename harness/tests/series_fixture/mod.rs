@@ -105,6 +105,35 @@ pub const NOTE_LINE: u32 = 8;
 pub const NOTE_TEXT: &str =
     "The value embedding joins the residual right after the token embedding.";
 
+/// The rest of a whole recipe (record #1's), as the trainer's rules, which the catalog applies,
+/// need one.
+const RECIPE_REST: &str = "# Shape and data
+vocab_size = 50257
+padded_vocab_size = 50304
+n_layer = 12
+n_head = 12
+n_embd = 768
+max_seq_len = 1024
+ln_eps = 1e-5
+init_std = 0.02
+tokenizer = \"gpt2\"
+seq_len = 1024
+batch_rows = 64
+batch_tokens = 524288
+reference_ranks = 8
+steps = 19560
+warmup_steps = 700
+min_lr_frac = 0.0
+beta1 = 0.9
+beta2 = 0.95
+eps = 1e-8
+weight_decay = 0.1
+grad_clip = 1.0
+val_every = 250
+val_tokens = 10485760
+seed = 42
+";
+
 fn manifest(n: u32, parent: Option<u32>, lr: f64, time_s: f64, extra: &str) -> String {
     let parent = parent.map(|p| format!("parent = {p}\n")).unwrap_or_default();
     let pr = if n == 1 { String::new() } else { format!("pr = {}\n", 100 + n) };
@@ -132,8 +161,8 @@ val_curve = [[0, 10.8], [50, 4.5], [100, 3.27]]
 # Optimizer: its lr
 lr = {lr}   # step size
 # Model
-value_embeds = {}
-
+zero_proj = {}
+{RECIPE_REST}
 [lab]
 steps = 100
 {extra}"#,
