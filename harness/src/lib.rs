@@ -7,6 +7,7 @@ pub mod diff;
 pub mod download;
 pub mod figures;
 pub mod lab_recipe;
+pub mod lab_target;
 pub mod launch;
 pub mod logging;
 pub mod manifest_text;

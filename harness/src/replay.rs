@@ -95,6 +95,11 @@ impl PendingResults {
         &self.tmp
     }
 
+    /// The run id: the name of its folder under `results/<NN>/`.
+    pub fn id(&self) -> &str {
+        self.dest.file_name().and_then(|n| n.to_str()).unwrap_or_default()
+    }
+
     /// Moves the finished run into place. If that fails, the run stays in its temp folder (the
     /// next replay finishes the move, see [`sweep`]) and the error says where it is.
     pub fn commit(mut self) -> Result<PathBuf> {

@@ -126,6 +126,9 @@ pub struct Verdict {
     /// beside them, see `timing_lock`); `None` when they ran alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_not_comparable: Option<String>,
+    /// The CPU the lab runs ran on (`lab_target::this_cpu`), whose lab target judged them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<String>,
 }
 
 impl Verdict {
@@ -195,6 +198,7 @@ impl Verdict {
             lab_scale: false,
             from_logs: true,
             time_not_comparable: None,
+            cpu: None,
         })
     }
 
@@ -208,6 +212,12 @@ impl Verdict {
     /// Says where the target comes from (a lab log's record), shown under the verdict.
     pub fn target_from(mut self, from: Option<String>) -> Verdict {
         self.target_from = from;
+        self
+    }
+
+    /// Names the CPU the lab runs ran on.
+    pub fn on_cpu(mut self, cpu: &str) -> Verdict {
+        self.cpu = Some(cpu.to_string());
         self
     }
 

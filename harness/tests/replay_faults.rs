@@ -11,7 +11,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// The fake trainer: writes a run log like ours, or waits to be signalled.
-const TRAIN: &str = r#"use std::io::Write;
+const TRAIN: &str = r##"use std::io::Write;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let out = std::path::PathBuf::from(&args[args.iter().position(|a| a == "--out").unwrap() + 1]);
@@ -25,9 +25,13 @@ fn main() {
         std::fs::write(std::env::var("FAKE_PID").unwrap(), std::process::id().to_string()).unwrap();
         std::thread::sleep(std::time::Duration::from_secs(600));
     }
+    let arg = |name: &str| args[args.iter().position(|a| a == name).unwrap() + 1].clone();
+    let record = std::path::Path::new(&arg("--manifest")).file_stem().unwrap().to_str().unwrap().to_string();
+    let loss = std::env::var("FAKE_LOSS").unwrap_or_else(|_| "2.0000".into());
     let mut log = std::fs::File::create(out.join("train.log")).unwrap();
+    writeln!(log, "# scale: {}\n# record: {}", arg("--scale"), record.trim_start_matches('0')).unwrap();
     writeln!(log, "step:0/100 val_loss:5.0000 train_time:0ms step_avg:0.00ms").unwrap();
-    writeln!(log, "step:100/100 val_loss:2.0000 train_time:1000ms step_avg:10.00ms").unwrap();
+    writeln!(log, "step:100/100 val_loss:{loss} train_time:1000ms step_avg:10.00ms").unwrap();
     if mode == "block-dest" {
         // Occupy the folder the run is moved to, so the final rename fails.
         let tmp = out.parent().unwrap();
@@ -37,7 +41,7 @@ fn main() {
         std::fs::write(dest.join("occupied"), "").unwrap();
     }
 }
-"#;
+"##;
 
 /// A build script that, when asked, reports its pid and builds for a long time.
 const SLOW_BUILD: &str = r#"fn main() {
@@ -292,6 +296,64 @@ fn a_tree_builds_against_the_libtorch_of_records_venv() {
     assert!(seen.exists(), "the trainer did not run: {}", stderr(&out));
     let seen = std::fs::read_to_string(&seen).unwrap();
     assert_eq!(Path::new(&seen), venv.path().join("libtorch"));
+}
+
+/// The targets `results/lab-targets.json` keeps: (cpu, record, val loss).
+fn kept_targets(lab: &Lab) -> Vec<(String, u64, f64)> {
+    let text = std::fs::read_to_string(lab.results.join("lab-targets.json")).unwrap_or_default();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    let rows = json["targets"].as_array().cloned().unwrap_or_default();
+    rows.iter()
+        .map(|t| {
+            let cpu = t["cpu"].as_str().unwrap().to_string();
+            (cpu, t["record"].as_u64().unwrap(), t["val_loss"].as_f64().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn the_lab_target_is_measured_once_per_cpu_and_named_in_the_verdict() {
+    let lab = Lab::new(false);
+    let on = |cpu: &str, loss: &str, args: &[&str]| {
+        let env = [("RECORDS_CPU", cpu), ("FAKE_LOSS", loss)];
+        let out = lab.command(args, &env).output().unwrap();
+        assert!(out.status.success(), "{args:?} on {cpu}: {}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // The reference record's own whole-budget replay measures its CPU's target: REACHED at it.
+    let out = on("CPU A", "2.1000", &["replay", "1"]);
+    assert!(
+        out.contains("REACHED (target val loss 2.1 ") && out.contains("#1's lab result on CPU A"),
+        "{out}"
+    );
+    // Kept: a later replay on the same CPU is judged against it, not against its own loss.
+    let out = on("CPU A", "2.2000", &["replay", "1"]);
+    assert!(out.contains("NOT REACHED (target val loss 2.1 "), "{out}");
+    // A shortened run measures nothing and says the target is another machine's.
+    let out = on("CPU B", "2.0000", &["replay", "1", "--steps", "3"]);
+    assert!(
+        out.contains("target val loss 2.5 ") && out.contains("CPU B has no lab target"),
+        "{out}"
+    );
+    assert_eq!(kept_targets(&lab), [("CPU A".into(), 1, 2.1)]);
+    // A record judged by another's target on a new CPU replays that record first, once.
+    let out = on("CPU C", "2.3000", &["replay", "29"]);
+    assert!(out.contains("#1 Record 1 title") && out.contains("#29 Record 29 title"), "{out}");
+    assert!(out.contains("#1's lab result on CPU C"), "{out}");
+    assert_eq!(kept_targets(&lab)[1], ("CPU C".into(), 1, 2.3));
+    let replays = |n: &str| std::fs::read_dir(lab.results.join(n)).unwrap().count();
+    assert_eq!((replays("01"), replays("29")), (4, 1));
+    // A log is judged against the target of the CPU its replay ran on, not this one's.
+    let run = std::fs::read_dir(lab.results.join("29")).unwrap().next().unwrap().unwrap().path();
+    let log = run.join("run-1/train.log");
+    let out = lab.f.records_with(&["verdict", log.to_str().unwrap()], &[("RECORDS_CPU", "CPU A")]);
+    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.contains("target val loss 2.3 ")
+            && out.contains("its replay's verdict.json names the CPU"),
+        "{out}"
+    );
+    println!("{out}");
 }
 
 #[test]

@@ -42,7 +42,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let results = paths::results_dir(&root);
     let (ra, rb) = (replays::lab_result_in(&results, ma)?, replays::lab_result_in(&results, mb)?);
     if let (Some(ra), Some(rb)) = (ra, rb) {
-        let target = catalog.lab_target_of(args.b).ok().map(|(t, _)| t.val_loss);
+        let cpu = records::lab_target::this_cpu();
+        let target = records::lab_target::Target::of(&catalog, &results, args.b, &cpu);
+        let target = target.ok().map(|t| t.val_loss);
         let lab = plot::lab_pair([(args.a, &ra), (args.b, &rb)], target);
         plot::term::print(lab.as_slice(), !args.no_plot);
     }

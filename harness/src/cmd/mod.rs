@@ -26,7 +26,7 @@ pub fn load_catalog(
 
 /// Where a timed command reads and writes, and whether it waits for the timing lock; shared by
 /// `replay`, `bench` and `profile`.
-#[derive(clap::Args)]
+#[derive(Clone, clap::Args)]
 pub struct RunPlaces {
     /// Shard folder [default: data/default at lab scale, data/fineweb10B at full scale].
     #[arg(long)]

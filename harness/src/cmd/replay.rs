@@ -2,6 +2,7 @@
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use records::catalog::{Manifest, TARGET_VAL_LOSS};
+use records::lab_target::{self, Measured, Target};
 use records::launch::{launch, LaunchOpts, Stream};
 use records::logging::step;
 use records::plot::{self, Chart, XAxis};
@@ -68,6 +69,31 @@ pub struct Args {
     pub no_plot: bool,
 }
 
+impl Args {
+    /// The replay that measures this CPU's lab target: reference record `n` at lab scale over
+    /// its whole budget, one rank, its own seed and tree; places and output as `a`'s.
+    fn reference(a: &Args, n: u32) -> Args {
+        Args {
+            places: a.places.clone(),
+            record: n,
+            steps: None,
+            runs: 1,
+            scale: Some(ScaleArg::Lab),
+            ranks: 1,
+            gpus: None,
+            nnodes: 1,
+            node_rank: 0,
+            master_addr: None,
+            master_port: None,
+            seed: None,
+            head: false,
+            baseline: false,
+            format: a.format,
+            no_plot: a.no_plot,
+        }
+    }
+}
+
 /// A count that must be positive, checked while the arguments are parsed so that the error
 /// names the flag and nothing is built first.
 fn positive<T: std::str::FromStr + PartialOrd + From<u8>>(s: &str) -> Result<T, String> {
@@ -99,10 +125,33 @@ pub fn run(args: Args) -> Result<()> {
     let cuda = args.gpus.is_some();
     let lab =
         args.scale.unwrap_or(if cuda { ScaleArg::Full } else { ScaleArg::Lab }) == ScaleArg::Lab;
-    let (scale, target) = if lab {
-        ("lab", catalog.lab_target_of(args.record)?.0.val_loss)
-    } else {
-        ("full", TARGET_VAL_LOSS)
+    let results = args.places.results(&root);
+    let cpu = lab_target::this_cpu();
+    let mut lab_target = match lab {
+        true => Some(Target::of(&catalog, &results, args.record, &cpu)?),
+        false => None,
+    };
+    // A whole-budget lab run is judged against a target measured on this CPU: the reference
+    // record's replay measures it once (this run, if it is that replay; else one first).
+    let whole = lab && args.steps.is_none() && args.nnodes == 1;
+    let measuring = whole && lab_target.as_ref().is_some_and(|t| t.measured.is_none());
+    let self_measures = measuring
+        && lab_target.as_ref().is_some_and(|t| t.record == args.record)
+        && args.seed.is_none()
+        && !args.head
+        && args.ranks == 1;
+    if measuring && !self_measures {
+        let t = lab_target.as_ref().expect("measuring a lab target");
+        tracing::info!(
+            "records: this CPU ({cpu}) has no lab target yet; replaying #{} once to measure it",
+            t.record
+        );
+        run(Args::reference(&args, t.record))?;
+        lab_target = Some(Target::of(&catalog, &results, args.record, &cpu)?);
+    }
+    let (scale, target) = match &lab_target {
+        Some(t) => ("lab", t.val_loss),
+        None => ("full", TARGET_VAL_LOSS),
     };
     if args.nnodes > 1 && args.master_addr.is_none() {
         anyhow::bail!("--master-addr is needed with --nnodes {}: rank 0's host", args.nnodes);
@@ -142,7 +191,6 @@ pub fn run(args: Args) -> Result<()> {
         },
     };
     let label = if args.head { format!("{scale}-head") } else { scale.to_string() };
-    let results = args.places.results(&root);
     let pending = PendingResults::new(&results, args.record, &label)?;
     let timing = TimingLock::acquire(args.places.no_lock)?;
     let (mut logs, mut baseline_logs) = (Vec::new(), Vec::new());
@@ -182,9 +230,22 @@ pub fn run(args: Args) -> Result<()> {
         return Ok(()); // rank 0's node judges and keeps the results
     }
 
+    if self_measures {
+        let m =
+            Measured {
+                cpu: cpu.clone(),
+                record: args.record,
+                val_loss: logs.first().and_then(|l| l.final_val()).map(|v| v.val_loss).context(
+                    "the run that measures this CPU's lab target logged no final val loss",
+                )?,
+                run: pending.id().to_string(),
+            };
+        lab_target = Some(Target::measured_by(args.record, m));
+    }
+    let target = lab_target.as_ref().map_or(target, |t| t.val_loss);
     let mut verdict = Verdict::new(&logs, target, m.record.official_time_s, steps)?;
-    if lab {
-        verdict = verdict.at_lab_scale();
+    if let Some(t) = &lab_target {
+        verdict = verdict.at_lab_scale().target_from(Some(t.describe())).on_cpu(&cpu);
     }
     if parent.is_some() {
         verdict = verdict.with_baseline(&baseline_logs);
@@ -196,6 +257,9 @@ pub fn run(args: Args) -> Result<()> {
     let json = serde_json::to_string_pretty(&verdict)?;
     records::series::export::write_atomic(&pending.dir().join("verdict.json"), json.as_bytes())?;
     let dest = pending.commit()?;
+    if let Some(m) = lab_target.and_then(|t| t.measured).filter(|_| self_measures) {
+        lab_target::keep(&results, m)?;
+    }
     println!("results: {}", dest.display());
     Ok(())
 }

@@ -3,6 +3,7 @@
 use super::FormatArg;
 use anyhow::{bail, Context, Result};
 use records::catalog::{Catalog, TARGET_VAL_LOSS};
+use records::lab_target::{self, Target};
 use records::runlog::{self, RunLog};
 use records::verdict::Verdict;
 use std::path::{Path, PathBuf};
@@ -73,6 +74,15 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
+/// The CPU in the `verdict.json` of the replay that wrote the log at `path` (in the run's
+/// folder or the replay's, one up).
+fn replay_cpu(path: &Path) -> Option<String> {
+    path.ancestors().skip(1).take(2).find_map(|dir| {
+        let text = std::fs::read_to_string(dir.join("verdict.json")).ok()?;
+        serde_json::from_str::<Verdict>(&text).ok()?.cpu
+    })
+}
+
 /// The target the logs are judged against, and where it comes from when it is not upstream's
 /// 3.28: our lab logs (`# scale: lab`) reach the lab target of their record (`# record: N`),
 /// as `records replay` judges them. Logs that call for different targets are refused.
@@ -90,7 +100,9 @@ fn target_of(paths: &[PathBuf], logs: &[RunLog]) -> Result<(f64, Option<String>)
                 )
             })?;
             if catalog.is_none() {
-                let loaded = records::paths::repo_root().and_then(|root| Catalog::load(&root));
+                let loaded = records::paths::repo_root().and_then(|root| {
+                    Ok((Catalog::load(&root)?, records::paths::results_dir(&root)))
+                });
                 catalog = Some(loaded.with_context(|| {
                     format!(
                         "{}: a lab-scale log is judged against its record's lab target, in the \
@@ -99,12 +111,19 @@ fn target_of(paths: &[PathBuf], logs: &[RunLog]) -> Result<(f64, Option<String>)
                     )
                 })?);
             }
-            let catalog = catalog.as_ref().expect("loaded above");
+            let (catalog, results) = catalog.as_ref().expect("loaded above");
             catalog.get(n).with_context(|| format!("{}: `# record: {n}`", path.display()))?;
-            let (t, by) = catalog.lab_target_of(n)?;
+            // The CPU it ran on, as its replay's verdict.json says; else this machine's.
+            let (cpu, whose) = match replay_cpu(path) {
+                Some(cpu) => (cpu, "its replay's verdict.json names the CPU"),
+                None => {
+                    (lab_target::this_cpu(), "no verdict.json beside it names a CPU: this one's")
+                }
+            };
+            let t = Target::of(catalog, results, n, &cpu)?;
             let from = format!(
-                "#{n}'s lab target, set by records/{by:02}.toml [lab_target]: the log says \
-                 `# scale: lab` and `# record: {n}`"
+                "{} (the log says `# scale: lab` and `# record: {n}`; {whose})",
+                t.describe()
             );
             (t.val_loss, Some(from))
         } else {

@@ -30,10 +30,12 @@ pub struct Replays {
 impl Replays {
     pub fn load(catalog: &Catalog, results: &Path) -> Result<Replays> {
         let (mut by_record, mut lab_targets) = (BTreeMap::new(), BTreeMap::new());
+        // This machine's replays, against this CPU's lab targets.
+        let cpu = crate::lab_target::this_cpu();
         for m in catalog.records() {
             let n = m.record.number;
             by_record.insert(n, replays::of_record(results, n)?);
-            if let Ok((t, _)) = catalog.lab_target_of(n) {
+            if let Ok(t) = crate::lab_target::Target::of(catalog, results, n, &cpu) {
                 lab_targets.insert(n, t.val_loss);
             }
         }

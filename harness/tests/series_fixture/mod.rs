@@ -261,10 +261,16 @@ impl Fixture {
 
     /// Runs the real `records` binary with RECORDS_ROOT at the fixture.
     pub fn records(&self, args: &[&str]) -> Output {
+        self.records_with(args, &[])
+    }
+
+    /// `records args` with extra environment variables.
+    pub fn records_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         std::process::Command::new(env!("CARGO_BIN_EXE_records"))
             .args(args)
             .env("RECORDS_ROOT", self.root())
             .env_remove("NO_COLOR")
+            .envs(env.iter().copied())
             .output()
             .unwrap()
     }

@@ -1,0 +1,165 @@
+//! The lab target of this machine's CPU.
+//!
+//! As 3.28 is upstream's target, the lab's is what a reference record reaches at the end of its
+//! lab budget: #1 for itself, #29 for the modern records (`[lab_target]` in their manifests
+//! says which). libtorch's CPU kernels round differently by CPU model (#29 ends at 1.8096 on
+//! one 2-core EPYC and 1.8063 on a Xeon), so a target is one CPU's: it is measured on this CPU
+//! the first time a lab verdict needs it (a replay of the reference record over its whole
+//! budget, one rank, its own seed), then kept with the CPU's name in
+//! `<results>/lab-targets.json` and never changed by later replays. The manifest's figure is
+//! the reference machine's (the README's numbers); it judges a run only where this CPU has no
+//! target of its own (a shortened run, a log from an unknown CPU), and the verdict says so.
+use crate::catalog::Catalog;
+use crate::series::export::write_atomic;
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// This machine's CPU as lab figures name it: `RECORDS_CPU` if set, else /proc/cpuinfo's
+/// model name with its family, model and stepping (a VM's model name can be as bare as
+/// `Intel(R) Xeon(R) Processor`) and the core count.
+pub fn this_cpu() -> String {
+    if let Some(cpu) = std::env::var_os("RECORDS_CPU") {
+        return cpu.to_string_lossy().into_owned();
+    }
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    describe_cpu(&info, cores)
+}
+
+fn describe_cpu(cpuinfo: &str, cores: usize) -> String {
+    let field = |name: &str| {
+        cpuinfo.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == name).then(|| v.trim().to_string())
+        })
+    };
+    let name = field("model name").unwrap_or_else(|| "unknown CPU".into());
+    let ids: Vec<String> = [("family", "cpu family"), ("model", "model"), ("stepping", "stepping")]
+        .iter()
+        .filter_map(|(label, key)| field(key).map(|v| format!("{label} {v}")))
+        .collect();
+    let ids = if ids.is_empty() { String::new() } else { format!("{}, ", ids.join(" ")) };
+    format!("{name} ({ids}{cores} cores)")
+}
+
+/// One target measured on one CPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    pub cpu: String,
+    /// The reference record whose replay measured it (1 or 29).
+    pub record: u32,
+    pub val_loss: f64,
+    /// The replay's run id under `results/<NN>/`.
+    pub run: String,
+}
+
+/// `<results>/lab-targets.json`: every target measured on a machine that writes there.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Store {
+    targets: Vec<Measured>,
+}
+
+fn store_path(results: &Path) -> PathBuf {
+    results.join("lab-targets.json")
+}
+
+fn load(results: &Path) -> Result<Store> {
+    let path = store_path(results);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str(&text).with_context(|| format!("{}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Store::default()),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+/// Keeps `m` unless its CPU has a target of that record already (the first one stays).
+pub fn keep(results: &Path, m: Measured) -> Result<()> {
+    let mut store = load(results)?;
+    if store.targets.iter().any(|t| t.cpu == m.cpu && t.record == m.record) {
+        return Ok(());
+    }
+    store.targets.push(m);
+    write_atomic(&store_path(results), serde_json::to_string_pretty(&store)?.as_bytes())
+}
+
+/// The target a lab run of some record on `cpu` is judged against.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    pub val_loss: f64,
+    /// The reference record (1 or 29).
+    pub record: u32,
+    /// Measured on `cpu`, or `None`: the manifest's figure from the reference machine.
+    pub measured: Option<Measured>,
+    pub cpu: String,
+}
+
+impl Target {
+    /// The target record `n` is judged against on `cpu`: the one measured there, else the
+    /// manifest's reference figure.
+    pub fn of(catalog: &Catalog, results: &Path, n: u32, cpu: &str) -> Result<Target> {
+        let (reference, record) = catalog.lab_target_of(n)?;
+        let measured =
+            load(results)?.targets.into_iter().find(|t| t.cpu == cpu && t.record == record);
+        Ok(Target {
+            val_loss: measured.as_ref().map_or(reference.val_loss, |m| m.val_loss),
+            record,
+            measured,
+            cpu: cpu.to_string(),
+        })
+    }
+
+    /// The target this run measures: its own final loss.
+    pub fn measured_by(record: u32, m: Measured) -> Target {
+        Target { val_loss: m.val_loss, record, cpu: m.cpu.clone(), measured: Some(m) }
+    }
+
+    /// Where it comes from, in one line for the verdict.
+    pub fn describe(&self) -> String {
+        let r = self.record;
+        match &self.measured {
+            Some(m) => format!(
+                "#{r}'s lab result on {} (replay {}, kept in lab-targets.json)",
+                self.cpu, m.run
+            ),
+            None => format!(
+                "records/{r:02}.toml's [lab_target], measured on another machine (see its \
+                 `measured`); {} has no lab target of its own yet: a whole-budget lab replay of \
+                 #{r} measures it",
+                self.cpu
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cpu_is_named_by_model_ids_and_cores() {
+        let info = "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 167\n\
+                    model name\t: Intel(R) Xeon(R) Processor\nstepping\t: 1\n\nprocessor\t: 1\n";
+        assert_eq!(
+            describe_cpu(info, 2),
+            "Intel(R) Xeon(R) Processor (family 6 model 167 stepping 1, 2 cores)"
+        );
+        assert_eq!(describe_cpu("", 4), "unknown CPU (4 cores)");
+    }
+
+    #[test]
+    fn the_first_target_of_a_cpu_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = |cpu: &str, loss: f64| Measured {
+            cpu: cpu.into(),
+            record: 29,
+            val_loss: loss,
+            run: "r".into(),
+        };
+        keep(dir.path(), m("A", 1.81)).unwrap();
+        keep(dir.path(), m("A", 1.90)).unwrap();
+        keep(dir.path(), m("B", 1.80)).unwrap();
+        let store = load(dir.path()).unwrap();
+        assert_eq!(store.targets, vec![m("A", 1.81), m("B", 1.80)]);
+    }
+}
