@@ -19,6 +19,7 @@ pub fn build_trainer(root: &Path, tree: &Path, head: bool, cuda: bool) -> Result
     }
     if head {
         let target = paths::cargo_target_dir(root);
+        let _mark = crate::timing_lock::building()?;
         run_cargo(root, &target, root, &args)?;
         return Ok(target.join("release").join("train"));
     }

@@ -5,8 +5,10 @@
 //! into the lock file), or with `--no-lock` runs at once. A run without the lock takes a shared
 //! lock on `<lock>.unlocked` and appends itself to it for as long as it runs, so both sides can
 //! tell: the intruder knows it ran beside a holder, and the holder sees at its end that someone
-//! ran beside it. Either one's time is then marked as not comparable. The locks are `flock`s, so
-//! a process that dies releases them.
+//! ran beside it. Either one's time is then marked as not comparable. A trainer build (cargo on
+//! every core) registers there too, for as long as it builds, so a run timed beside another
+//! checkout's or command's build says so. The locks are `flock`s, so a process that dies
+//! releases them.
 use anyhow::{Context, Result};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
@@ -73,14 +75,7 @@ impl TimingLock {
     }
 
     fn intrude(path: PathBuf, holder: String) -> Result<TimingLock> {
-        let file = intruders_path(&path);
-        let mut shared = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(&file)
-            .with_context(|| format!("opening {}", file.display()))?;
-        shared.lock_shared().with_context(|| format!("locking {}", file.display()))?;
-        writeln!(shared, "{}", describe(std::process::id()))?;
+        let shared = register(&path, "ran with --no-lock")?;
         Ok(TimingLock { path, state: State::Intruding { _shared: shared, holder } })
     }
 
@@ -101,12 +96,40 @@ impl TimingLock {
                     let names = String::from_utf8_lossy(&text[start..]);
                     names.lines().collect::<Vec<_>>().join(", ")
                 });
-                disturbed_at_start.clone().or(running).or(during).map(|who| {
-                    format!("{who} ran with --no-lock beside this run, which held the timing lock")
-                })
+                disturbed_at_start
+                    .clone()
+                    .or(running)
+                    .or(during)
+                    .map(|who| format!("{who} beside this run, which held the timing lock"))
             }
         })
     }
+}
+
+/// A trainer build's mark beside whichever run holds the lock; removed when dropped.
+pub struct BuildMark {
+    _shared: File,
+}
+
+/// Marks this process as building a trainer until the mark is dropped, without waiting for the
+/// lock: a run holding it then says its times are not comparable. Call it only where this
+/// process does not hold the lock itself.
+pub fn building() -> Result<BuildMark> {
+    Ok(BuildMark { _shared: register(&lock_path(), "built a trainer")? })
+}
+
+/// Appends `pid N (command) <doing>` to the intruders' file under a shared lock held for as
+/// long as the returned file lives.
+fn register(lock: &Path, doing: &str) -> Result<File> {
+    let file = intruders_path(lock);
+    let mut shared = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&file)
+        .with_context(|| format!("opening {}", file.display()))?;
+    shared.lock_shared().with_context(|| format!("locking {}", file.display()))?;
+    writeln!(shared, "{} {doing}", describe(std::process::id()))?;
+    Ok(shared)
 }
 
 /// Opens (creating) the lock file so that any user can lock it; one made by another user is

@@ -172,6 +172,10 @@ fn pages_hold_the_manifests_facts_notes_and_curves() {
             assert!(diff.select(&sel("figure.curve svg")).count() >= 1);
         }
     }
+    // Commits are credited to the upstream record they port, never to whoever committed it.
+    let metas: Vec<String> = read("62.html").select(&sel("p.meta")).map(text).collect();
+    assert!(metas.iter().any(|m| m.starts_with("upstream #55 · PR #")), "{metas:?}");
+    assert!(metas.iter().all(|m| !m.contains("maintainers")), "{metas:?}");
     let lab = read("29.html");
     // The official t-test worded as the terminal words it.
     let evidence = text(lab.root_element());

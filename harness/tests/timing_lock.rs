@@ -19,6 +19,13 @@ fn helper_process() {
     let dir = PathBuf::from(std::env::var("TIMING_LOCK_DIR").unwrap());
     // As the CLI does: its messages go through tracing to stderr.
     records::logging::init(false);
+    if role == "builder" {
+        let _mark = records::timing_lock::building().unwrap();
+        std::fs::write(dir.join(format!("{role}.ready")), "").unwrap();
+        wait_for(&dir.join(format!("{role}.go")), Duration::from_secs(120));
+        std::fs::write(dir.join(format!("{role}.verdict")), "built").unwrap();
+        return;
+    }
     let lock = TimingLock::acquire(role == "intruder").unwrap();
     std::fs::write(dir.join(format!("{role}.ready")), "").unwrap();
     wait_for(&dir.join(format!("{role}.go")), Duration::from_secs(120));
@@ -104,4 +111,22 @@ fn a_run_without_the_lock_and_the_holder_both_say_not_comparable() {
     let alone = spawn("alone", dir.path());
     wait_for(&dir.path().join("alone.ready"), Duration::from_secs(60));
     assert_eq!(finish(alone, "alone", dir.path()).0, "comparable");
+}
+
+#[test]
+fn a_trainer_built_beside_a_timed_run_makes_its_times_not_comparable() {
+    let dir = tempfile::tempdir().unwrap();
+    let holder = spawn("holder", dir.path());
+    wait_for(&dir.path().join("holder.ready"), Duration::from_secs(60));
+    // A build does not wait for the lock: it registers beside the holder.
+    let builder = spawn("builder", dir.path());
+    wait_for(&dir.path().join("builder.ready"), Duration::from_secs(60));
+    let builder_pid = builder.id();
+    finish(builder, "builder", dir.path());
+    let (verdict, _) = finish(holder, "holder", dir.path());
+    assert!(
+        verdict.starts_with(&format!("pid {builder_pid} ("))
+            && verdict.contains("built a trainer beside this run"),
+        "{verdict}"
+    );
 }

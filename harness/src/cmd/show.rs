@@ -29,6 +29,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let catalog = super::load_catalog(&root, Some(args.record))?;
     let m = catalog.get(args.record)?;
     let r = &m.record;
+    // What needs a trainer built comes first, so its build messages never land mid-output.
+    let params = args.params.then(|| lab_recipe::params(&root, m)).transpose()?;
+    let lab = args.lab.then(|| lab_recipe::resolved(&root, m, "lab")).transpose()?;
     println!("Record #{}: {}", r.number, r.title);
     let pr = r.pr.map_or("none".to_string(), |p| format!("#{p}"));
     println!("  upstream PR   {pr}  ({})", r.link);
@@ -65,13 +68,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let times: Vec<String> = e.train_times_s.iter().map(|&x| figures::secs(x)).collect();
         println!("official train times:      {}", times.join(", "));
     }
-    if args.params {
-        let text = lab_recipe::params(&root, m)?;
+    if let Some(text) = params {
         println!("\n# Each parameter of #{} at full scale, as a GPU run holds it", r.number);
         print_params(&text);
     }
-    if args.lab {
-        let recipe = lab_recipe::resolved(&root, m, "lab")?;
+    if let Some(recipe) = lab {
         println!("\n# The recipe #{} runs at lab scale, as its trainer resolves it", r.number);
         println!("{}", recipe.trim_end());
     } else {

@@ -30,6 +30,8 @@ pub struct TreeBuild {
     id: String,
     wrapper: PathBuf,
     _lock: File,
+    /// A timed run beside this build is told its times are not comparable.
+    _mark: crate::timing_lock::BuildMark,
 }
 
 impl TreeBuild {
@@ -46,7 +48,8 @@ impl TreeBuild {
         let wrapper = write_wrapper(&artifacts.join("wrappers").join(&id))?;
         let shared = crate::paths::cargo_target_dir(root);
         let (root, tree) = (root.to_path_buf(), tree.to_path_buf());
-        Ok(TreeBuild { artifacts, shared, root, tree, id, wrapper, _lock: lock })
+        let _mark = crate::timing_lock::building()?;
+        Ok(TreeBuild { artifacts, shared, root, tree, id, wrapper, _lock: lock, _mark })
     }
 
     /// `cargo <args>` in the tree, with the tree's own wrapper.

@@ -106,8 +106,8 @@ struct FileView {
 struct CommitView {
     index: usize,
     subject: String,
-    author: String,
-    date: String,
+    /// The upstream record and authors it ports, as `review` credits it (never the porter).
+    credit: String,
     body: String,
     added: usize,
     removed: usize,
@@ -175,8 +175,7 @@ pub fn record(
             CommitView {
                 index: k + 1,
                 subject: c.subject.clone(),
-                author: c.author.clone(),
-                date: c.date.clone(),
+                credit: crate::review::upstream_credit(m, &c.subject),
                 body: c.body.clone(),
                 added,
                 removed,
