@@ -3,15 +3,15 @@
 //!
 //! A second timed run waits for the holder (named by pid and command, which the holder writes
 //! into the lock file), or with `--no-lock` runs at once. A run without the lock takes a shared
-//! lock on `<lock>.unlocked` and appends itself to it for as long as it runs, so both sides can
-//! tell: the intruder knows it ran beside a holder, and the holder sees at its end that someone
-//! ran beside it. Either one's time is then marked as not comparable. A trainer build (cargo on
+//! lock on `<lock>.unlocked` and writes its start and end there, so both sides can tell: the
+//! intruder knows it ran beside a holder, and the holder sees at its end who ran beside it and
+//! for how long of its run. Either one's time is then marked as not comparable. A trainer build (cargo on
 //! every core) registers there too, for as long as it builds, so a run timed beside another
 //! checkout's or command's build says so. The locks are `flock`s, so a process that dies
 //! releases them.
 use anyhow::{Context, Result};
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, Write};
+use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
 
 /// The lock file: `RECORDS_TIMING_LOCK` if set (tests use their own), else
@@ -28,10 +28,10 @@ pub struct TimingLock {
 }
 
 enum State {
-    /// We hold the exclusive lock; `seen` is how long the intruders' file was when we took it.
-    Held { _lock: File, seen: u64, disturbed_at_start: Option<String> },
+    /// We hold the exclusive lock, since `since` (ms since the epoch).
+    Held { _lock: File, since: u64 },
     /// We run without the lock while `holder` holds it (or held it when we started).
-    Intruding { _shared: File, holder: String },
+    Intruding { _mark: Registration, holder: String },
 }
 
 impl TimingLock {
@@ -70,13 +70,13 @@ impl TimingLock {
         lock.rewind()?;
         write!(lock, "{}", describe(std::process::id()))?;
         lock.flush()?;
-        let (seen, disturbed_at_start) = intruders_now(&path, true)?;
-        Ok(TimingLock { path, state: State::Held { _lock: lock, seen, disturbed_at_start } })
+        reset_if_idle(&path)?;
+        Ok(TimingLock { path, state: State::Held { _lock: lock, since: now_ms() } })
     }
 
     fn intrude(path: PathBuf, holder: String) -> Result<TimingLock> {
-        let shared = register(&path, "ran with --no-lock")?;
-        Ok(TimingLock { path, state: State::Intruding { _shared: shared, holder } })
+        let mark = register(&path, "ran with --no-lock")?;
+        Ok(TimingLock { path, state: State::Intruding { _mark: mark, holder } })
     }
 
     /// Why this run's times are not comparable, if they are not: it ran without the lock beside
@@ -88,19 +88,22 @@ impl TimingLock {
                 "ran with --no-lock while {holder} held the timing lock {}",
                 self.path.display()
             )),
-            State::Held { seen, disturbed_at_start, .. } => {
-                let (len, running) = intruders_now(&self.path, false)?;
-                let during = (len > *seen).then(|| {
-                    let text = std::fs::read(intruders_path(&self.path)).unwrap_or_default();
-                    let start = (*seen as usize).min(text.len());
-                    let names = String::from_utf8_lossy(&text[start..]);
-                    names.lines().collect::<Vec<_>>().join(", ")
-                });
-                disturbed_at_start
-                    .clone()
-                    .or(running)
-                    .or(during)
-                    .map(|who| format!("{who} beside this run, which held the timing lock"))
+            State::Held { since, .. } => {
+                let file = intruders_path(&self.path);
+                let text = std::fs::read_to_string(&file).unwrap_or_default();
+                let (from, to) = (*since, now_ms());
+                let beside: Vec<String> = overlaps(&text, from, to)
+                    .into_iter()
+                    .map(|(who, ms)| {
+                        let of = (to - from) as f64 / 1e3;
+                        format!(
+                            "{who} beside this run for {:.1} s of its {of:.1} s",
+                            ms as f64 / 1e3
+                        )
+                    })
+                    .collect();
+                (!beside.is_empty())
+                    .then(|| format!("{}, which held the timing lock", beside.join("; ")))
             }
         })
     }
@@ -108,28 +111,75 @@ impl TimingLock {
 
 /// A trainer build's mark beside whichever run holds the lock; removed when dropped.
 pub struct BuildMark {
-    _shared: File,
+    _mark: Registration,
 }
 
 /// Marks this process as building a trainer until the mark is dropped, without waiting for the
 /// lock: a run holding it then says its times are not comparable. Call it only where this
 /// process does not hold the lock itself.
 pub fn building() -> Result<BuildMark> {
-    Ok(BuildMark { _shared: register(&lock_path(), "built a trainer")? })
+    Ok(BuildMark { _mark: register(&lock_path(), "built a trainer")? })
 }
 
-/// Appends `pid N (command) <doing>` to the intruders' file under a shared lock held for as
-/// long as the returned file lives.
-fn register(lock: &Path, doing: &str) -> Result<File> {
-    let file = intruders_path(lock);
-    let mut shared = OpenOptions::new()
+/// One process's entry in the intruders' file: `start <ms> pid N (command) <doing>` when made,
+/// `end <ms> pid N` when dropped, under a shared lock held in between.
+struct Registration {
+    file: File,
+}
+
+fn register(lock: &Path, doing: &str) -> Result<Registration> {
+    let path = intruders_path(lock);
+    let mut file = OpenOptions::new()
         .append(true)
         .create(true)
-        .open(&file)
-        .with_context(|| format!("opening {}", file.display()))?;
-    shared.lock_shared().with_context(|| format!("locking {}", file.display()))?;
-    writeln!(shared, "{} {doing}", describe(std::process::id()))?;
-    Ok(shared)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    file.lock_shared().with_context(|| format!("locking {}", path.display()))?;
+    writeln!(file, "start {} {} {doing}", now_ms(), describe(std::process::id()))?;
+    Ok(Registration { file })
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let _ = writeln!(self.file, "end {} pid {}", now_ms(), std::process::id());
+    }
+}
+
+fn now_ms() -> u64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    since.map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Who ran beside `[from, to]` (ms) by the intruders' file `text`, and for how many ms: each
+/// `start` line paired with the next `end` of its pid, an unended one running until `to`.
+fn overlaps(text: &str, from: u64, to: u64) -> Vec<(String, u64)> {
+    let mut open: Vec<(String, String, u64)> = Vec::new(); // (pid, who, start)
+    let mut done: Vec<(String, u64, u64)> = Vec::new();
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ' ');
+        let (Some(kind), Some(ms), Some(rest)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        let Ok(ms) = ms.parse::<u64>() else { continue };
+        let pid = rest.split(' ').take(2).collect::<Vec<_>>().join(" ");
+        match kind {
+            "start" => open.push((pid, rest.to_string(), ms)),
+            "end" => {
+                if let Some(i) = open.iter().rposition(|(p, _, _)| *p == pid) {
+                    let (_, who, start) = open.remove(i);
+                    done.push((who, start, ms));
+                }
+            }
+            _ => {}
+        }
+    }
+    done.extend(open.into_iter().map(|(_, who, start)| (who, start, to)));
+    done.into_iter()
+        .filter_map(|(who, s, e)| {
+            let ms = e.min(to).saturating_sub(s.max(from));
+            (ms > 0).then_some((who, ms))
+        })
+        .collect()
 }
 
 /// Opens (creating) the lock file so that any user can lock it; one made by another user is
@@ -158,34 +208,25 @@ fn intruders_path(lock: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// The intruders' file length now, and the newest run in it if one is running now (its shared
-/// lock keeps our exclusive probe from succeeding). With `reset`, a file nobody runs under is
-/// emptied first, so it does not grow forever.
-fn intruders_now(lock: &Path, reset: bool) -> Result<(u64, Option<String>)> {
+/// Empties the intruders' file when nobody runs under it, so it does not grow forever.
+fn reset_if_idle(lock: &Path) -> Result<()> {
     let path = intruders_path(lock);
     let file =
         match OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path) {
             Ok(f) => f,
-            // Made by another user: read-only still locks and reads.
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => File::open(&path)?,
+            // Made by another user: leave it as it is.
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return Ok(()),
             Err(e) => return Err(e).with_context(|| format!("opening {}", path.display())),
         };
-    let running = match file.try_lock() {
+    match file.try_lock() {
         Ok(()) => {
-            if reset {
-                let _ = file.set_len(0);
-            }
+            let _ = file.set_len(0);
             file.unlock()?;
-            None
         }
-        Err(std::fs::TryLockError::WouldBlock) => {
-            let mut text = String::new();
-            (&file).read_to_string(&mut text)?;
-            Some(text.lines().last().unwrap_or("a run").to_string())
-        }
+        Err(std::fs::TryLockError::WouldBlock) => {}
         Err(std::fs::TryLockError::Error(e)) => return Err(e.into()),
-    };
-    Ok((file.metadata()?.len(), running))
+    }
+    Ok(())
 }
 
 /// `pid 1234 (records replay 29)`: the command with the program's directory left out.
@@ -205,5 +246,27 @@ fn read_holder(path: &Path) -> String {
         "another process".to_string()
     } else {
         text.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::overlaps;
+
+    #[test]
+    fn only_the_time_beside_the_holder_counts() {
+        let text = "start 100 pid 7 (records replay 1 --no-lock) ran with --no-lock\n\
+                    end 200 pid 7\n\
+                    start 900 pid 8 (records replay 29) built a trainer\n\
+                    end 1500 pid 8\n\
+                    start 1800 pid 9 (records bench) ran with --no-lock\n";
+        let got = overlaps(text, 1000, 2000);
+        assert_eq!(
+            got,
+            [
+                ("pid 8 (records replay 29) built a trainer".to_string(), 500),
+                ("pid 9 (records bench) ran with --no-lock".to_string(), 200),
+            ]
+        );
     }
 }

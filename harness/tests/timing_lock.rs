@@ -104,8 +104,9 @@ fn a_run_without_the_lock_and_the_holder_both_say_not_comparable() {
     let (verdict, _) = finish(holder, "holder", dir.path());
     assert!(
         verdict.starts_with(&format!("pid {intruder_pid} ("))
-            && verdict.contains("ran with --no-lock beside this run"),
-        "{verdict}"
+            && verdict.contains("ran with --no-lock beside this run for ")
+            && verdict.contains(" s of its "),
+        "how long of the holder's run it overlapped: {verdict}"
     );
     // A later run alone is comparable again.
     let alone = spawn("alone", dir.path());
