@@ -126,6 +126,7 @@ fn profile_of_29_against_1_adds_up_to_the_step_time_and_writes_traces() {
     let (stdout, stderr) =
         (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "profile failed:\n{stderr}\n{stdout}");
+    assert!(!stderr.contains("gpuGetDeviceCount"), "Kineto's GPU probe on a CPU: {stderr}");
     for step in ["materialize #29", "build #1", "launch #29", "parse #1"] {
         assert!(stderr.contains(&format!("records: {step}: ")), "-v times {step}: {stderr}");
     }
