@@ -1,20 +1,82 @@
 //! `records bench`: the training step of each record, timed in interleaved rounds so the
 //! machine's noise hits every record alike, summarised as ms/step, tokens/s and ratios.
 //!
-//! A step's time is the difference of two consecutive `train_time:` figures of the trainer's
-//! log (validation runs on a paused clock, so it is never inside one). The first `warmup` steps
-//! of every run are left out. Ratios are of median step times measured in the same rounds; they
-//! are what compares across machines, the absolute times are this machine's.
+//! Each record runs its own schedule over its own budget (a step's batch, windows and stage are
+//! what they are in a replay), stopped after the timed window ([`At`]: its first steps, its
+//! last, or from a given step). A step's time is the difference of two consecutive
+//! `train_time:` figures of the trainer's log (validation runs on a paused clock, so it is never
+//! inside one), and its tokens are what the trainer's metrics.jsonl counts for that step. The
+//! `warmup` steps before the window are left out. Ratios are of median step times measured in
+//! the same rounds; they are what compares across machines, the absolute times are this
+//! machine's.
 use crate::runlog::RunLog;
 use crate::stats;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::fmt::Write;
+use std::path::Path;
+
+/// Where in a record's schedule the timed steps sit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum At {
+    /// Right after the warmup steps: the first stage (cheap: nothing later runs).
+    First,
+    /// The last steps of the budget: the last stage, at the full batch (runs the whole budget).
+    Last,
+    /// The warmup, then the timed steps, from this step on.
+    Step(u64),
+}
+
+impl std::str::FromStr for At {
+    type Err = String;
+    fn from_str(s: &str) -> Result<At, String> {
+        match s {
+            "first" => Ok(At::First),
+            "last" => Ok(At::Last),
+            n => n.parse().map(At::Step).map_err(|_| format!("`{n}`: use first, last or a step")),
+        }
+    }
+}
+
+impl std::fmt::Display for At {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            At::First => write!(f, "first"),
+            At::Last => write!(f, "last"),
+            At::Step(n) => write!(f, "from step {n}"),
+        }
+    }
+}
+
+/// The steps one run times: those after `skip` up to `stop`, where the trainer stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Window {
+    pub skip: u64,
+    pub stop: u64,
+}
+
+impl At {
+    /// The window of `warmup` + `timed` steps in a budget of `budget` steps.
+    pub fn window(self, budget: u64, warmup: u64, timed: u64) -> Result<Window> {
+        let need = warmup + timed;
+        let start = match self {
+            At::First => 0,
+            At::Last => budget.saturating_sub(need),
+            At::Step(n) => n,
+        };
+        if start + need > budget {
+            bail!(
+                "{warmup} warmup + {timed} timed steps {self} do not fit in a budget of {budget} steps"
+            );
+        }
+        Ok(Window { skip: start + warmup, stop: start + need })
+    }
+}
 
 /// H100 SXM bf16 dense peak, TFLOP/s: the MFU denominator unless `--peak-tflops` says otherwise.
 pub const H100_BF16_TFLOPS: f64 = 989.0;
 
-/// The per-step times (ms) of one run's log, leaving out its first `warmup` steps.
+/// The per-step times (ms) of one run's log, leaving out its steps up to `warmup`.
 pub fn step_times(log: &RunLog, warmup: u64) -> Result<Vec<f64>> {
     if warmup == 0 {
         bail!("--warmup must be at least 1: the first step's time has no earlier figure to differ from");
@@ -38,10 +100,31 @@ pub fn header_number(log: &RunLog, key: &str) -> Option<u64> {
     log.header_value(key)?.trim().parse().ok()
 }
 
-/// The recipe's tokens per optimizer step, from the `# recipe: {json}` header line.
-pub fn batch_tokens(log: &RunLog) -> Option<u64> {
-    let recipe: serde_json::Value = serde_json::from_str(log.header_value("recipe")?).ok()?;
-    recipe.get("batch_tokens")?.as_u64()
+/// The tokens the steps after `skip` trained on (all ranks), from the trainer's metrics.jsonl,
+/// whose train lines count tokens from the start: a step's own is the difference.
+pub fn window_tokens(metrics: &Path, skip: u64) -> Result<u64> {
+    let text = std::fs::read_to_string(metrics)
+        .with_context(|| format!("reading {}", metrics.display()))?;
+    let mut at_skip = 0;
+    let mut last = None;
+    for (i, line) in text.lines().enumerate() {
+        let v: serde_json::Value = serde_json::from_str(line)
+            .with_context(|| format!("{}:{}", metrics.display(), i + 1))?;
+        if v["type"] != "train" {
+            continue;
+        }
+        let (Some(step), Some(tokens)) = (v["step"].as_u64(), v["tokens"].as_u64()) else {
+            bail!("{}:{}: a train line without step or tokens", metrics.display(), i + 1);
+        };
+        if step == skip {
+            at_skip = tokens;
+        }
+        last = Some((step, tokens));
+    }
+    match last {
+        Some((step, tokens)) if step > skip => Ok(tokens - at_skip),
+        _ => bail!("{}: no train step after step {skip}", metrics.display()),
+    }
 }
 
 /// Median and spread of a sample of step times (ms).
@@ -90,7 +173,11 @@ pub struct Samples {
     pub tree: String,
     /// Step times (ms) of each round's run.
     pub rounds: Vec<Vec<f64>>,
-    pub batch_tokens: Option<u64>,
+    /// Tokens the timed steps trained on, all rounds together.
+    pub tokens: u64,
+    /// The timed steps of each run in the record's own budget.
+    pub window: Window,
+    pub budget: u64,
     pub parameters: Option<u64>,
     pub peak_mem_allocated_mib: Option<u64>,
 }
@@ -116,8 +203,13 @@ pub struct RecordBench {
     pub ms_per_step: Spread,
     /// Median step time of each round.
     pub round_medians_ms: Vec<f64>,
-    pub batch_tokens: Option<u64>,
-    pub tokens_per_s: Option<f64>,
+    /// Timed steps `window.skip + 1 ..= window.stop` of `budget`.
+    pub window: Window,
+    pub budget: u64,
+    /// Mean tokens of a timed step, as the trainer counted them (all ranks).
+    pub tokens_per_step: f64,
+    /// Tokens of the timed steps over their time.
+    pub tokens_per_s: f64,
     pub parameters: Option<u64>,
     /// Against the first record of the series (#1), when it was benched too.
     pub ratio_to_first: Option<Ratio>,
@@ -142,6 +234,8 @@ pub struct Setup {
     pub rounds: u32,
     pub warmup_steps: u64,
     pub timed_steps: u64,
+    /// Where in each record's schedule the timed steps sit: `first`, `last`, `from step N`.
+    pub at: String,
     /// The MFU denominator on CUDA, TFLOP/s; `None` on CPU.
     pub peak_tflops: Option<f64>,
 }
@@ -167,9 +261,10 @@ impl Bench {
                 bail!("record #{}: no timed steps", s.record);
             };
             let round_medians_ms = s.rounds.iter().filter_map(|r| stats::median(r)).collect();
-            let tokens_per_s = s.batch_tokens.map(|t| t as f64 / (ms.median / 1e3));
-            let mfu = match (setup.peak_tflops, s.parameters, tokens_per_s) {
-                (Some(peak), Some(p), Some(tps)) => Some(6.0 * p as f64 * tps / (peak * 1e12)),
+            let tokens_per_s = s.tokens as f64 / (all.iter().sum::<f64>() / 1e3);
+            let tokens_per_step = s.tokens as f64 / all.len() as f64;
+            let mfu = match (setup.peak_tflops, s.parameters) {
+                (Some(peak), Some(p)) => Some(6.0 * p as f64 * tokens_per_s / (peak * 1e12)),
                 _ => None,
             };
             let against = |other: Option<u32>| {
@@ -183,7 +278,9 @@ impl Bench {
                 tree: s.tree.clone(),
                 ms_per_step: ms,
                 round_medians_ms,
-                batch_tokens: s.batch_tokens,
+                window: s.window,
+                budget: s.budget,
+                tokens_per_step,
                 tokens_per_s,
                 parameters: s.parameters,
                 ratio_to_first: against(Some(first)),
@@ -201,8 +298,8 @@ impl Bench {
         let mut o = String::new();
         let _ = writeln!(
             o,
-            "records bench, {} scale on {} ({}), {}: {} rounds x {} timed steps per record after {} warmup steps (ours, this machine)",
-            s.scale, s.device, s.cpu, s.date_utc, s.rounds, s.timed_steps, s.warmup_steps
+            "records bench, {} scale on {} ({}), {}: {} rounds x {} timed steps per record after {} warmup steps, {} in each record's own schedule (ours, this machine)",
+            s.scale, s.device, s.cpu, s.date_utc, s.rounds, s.timed_steps, s.warmup_steps, s.at
         );
         if let Some(why) = &self.time_not_comparable {
             let _ = writeln!(o, "Times NOT COMPARABLE: {why}");
@@ -210,12 +307,12 @@ impl Bench {
         let cuda = s.peak_tflops.is_some();
         let _ = write!(
             o,
-            "\n| record | ms/step (median) | p10-p90 | MAD | tokens/s | vs #1 | vs parent |"
+            "\n| record | steps | tokens/step | ms/step (median) | p10-p90 | MAD | tokens/s | vs #1 | vs parent |"
         );
         if let Some(peak) = s.peak_tflops {
             let _ = write!(o, " MFU (of {peak} TFLOP/s) | peak memory |");
         }
-        let _ = write!(o, "\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+        let _ = write!(o, "\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
         if cuda {
             o.push_str(" ---: | ---: |");
         }
@@ -224,13 +321,17 @@ impl Bench {
             let m = &r.ms_per_step;
             let _ = write!(
                 o,
-                "| #{} | {:.1} | {:.1}-{:.1} | {:.1} | {} | {} | {} |",
+                "| #{} | {}-{} of {} | {:.0} | {:.1} | {:.1}-{:.1} | {:.1} | {:.0} | {} | {} |",
                 r.record,
+                r.window.skip + 1,
+                r.window.stop,
+                r.budget,
+                r.tokens_per_step,
                 m.median,
                 m.p10,
                 m.p90,
                 m.mad,
-                r.tokens_per_s.map_or("n/a".to_string(), |t| format!("{t:.0}")),
+                r.tokens_per_s,
                 show_ratio(r.ratio_to_first.as_ref()),
                 show_ratio(r.ratio_to_parent.as_ref()),
             );
@@ -246,7 +347,7 @@ impl Bench {
         }
         let _ = writeln!(
             o,
-            "\nvs: median step time over the other record's (lower is faster), with the range of the per-round ratios."
+            "\nsteps: the timed steps in the record's own budget; tokens/step: what the trainer counted for them (the batch of that stage); vs: median step time over the other record's (lower is faster), with the range of the per-round ratios."
         );
         o
     }
@@ -274,17 +375,6 @@ fn show_ratio(r: Option<&Ratio>) -> String {
         Some(r) => format!("{:.2}x #{} ({:.2}-{:.2})", r.median, r.of, r.rounds_min, r.rounds_max),
         None => "-".to_string(),
     }
-}
-
-/// The CPU's model name from /proc/cpuinfo ("unknown CPU" elsewhere).
-pub fn cpu_model() -> String {
-    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = info.lines().find_map(|l| {
-        let (k, v) = l.split_once(':')?;
-        (k.trim() == "model name").then(|| v.trim().to_string())
-    });
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    format!("{}, {cores} cores", model.unwrap_or_else(|| "unknown CPU".to_string()))
 }
 
 #[cfg(test)]
@@ -317,8 +407,36 @@ mod tests {
         assert_eq!(step_times(&log, 2).unwrap(), vec![110.0, 120.0]);
         assert!(step_times(&log, 4).is_err(), "no step after the warmup");
         assert!(step_times(&log, 0).is_err());
-        assert_eq!(batch_tokens(&log), Some(2048));
         assert_eq!(header_number(&log, "parameters"), Some(100));
+    }
+
+    #[test]
+    fn windows_sit_where_they_are_asked_for_in_the_budget() {
+        let w = |at: At| at.window(222, 2, 8).map(|w| (w.skip, w.stop));
+        assert_eq!(w(At::First).unwrap(), (2, 10));
+        assert_eq!(w(At::Last).unwrap(), (214, 222));
+        assert_eq!(w(At::Step(100)).unwrap(), (102, 110));
+        assert!(w(At::Step(213)).is_err(), "past the budget");
+        assert!(At::First.window(5, 2, 8).is_err());
+        assert_eq!("last".parse::<At>(), Ok(At::Last));
+        assert_eq!("148".parse::<At>(), Ok(At::Step(148)));
+        assert!("middle".parse::<At>().is_err());
+    }
+
+    #[test]
+    fn window_tokens_are_the_trainers_counts_of_the_timed_steps() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("metrics.jsonl");
+        let line = |step: u64, tokens: u64| {
+            format!("{{\"type\":\"train\",\"step\":{step},\"loss\":5.0,\"lr\":0.1,\"tokens\":{tokens},\"train_time_ms\":1.0}}\n")
+        };
+        // A stage change after step 2: 688 tokens a step, then 1,360.
+        let text = [line(1, 688), line(2, 1376), line(3, 2736), line(4, 4096)].concat();
+        std::fs::write(&path, format!("{{\"type\":\"val\",\"step\":0,\"val_loss\":5.0}}\n{text}"))
+            .unwrap();
+        assert_eq!(window_tokens(&path, 2).unwrap(), 2 * 1360);
+        assert_eq!(window_tokens(&path, 0).unwrap(), 4096);
+        assert!(window_tokens(&path, 4).is_err());
     }
 
     #[test]
@@ -328,8 +446,10 @@ mod tests {
             title: String::new(),
             parent,
             tree: String::new(),
+            tokens: 1000 * rounds.iter().map(Vec::len).sum::<usize>() as u64,
             rounds,
-            batch_tokens: Some(1000),
+            window: Window { skip: 1, stop: 3 },
+            budget: 250,
             parameters: Some(1_000_000),
             peak_mem_allocated_mib: None,
         };
@@ -341,6 +461,7 @@ mod tests {
             rounds: 2,
             warmup_steps: 1,
             timed_steps: 2,
+            at: "first".into(),
             peak_tflops: None,
         };
         let a = sample(1, None, vec![vec![100.0, 100.0], vec![200.0, 200.0]]);
@@ -351,11 +472,14 @@ mod tests {
         let r = new.ratio_to_first.as_ref().unwrap();
         assert_eq!((r.of, r.median, r.rounds_min, r.rounds_max), (1, 1.5, 1.5, 1.5));
         assert_eq!(new.ratio_to_parent, new.ratio_to_first);
-        assert_eq!(new.tokens_per_s, Some(1000.0 / 0.225));
+        // 4,000 tokens in 0.9 s.
+        assert!((new.tokens_per_s - 4000.0 / 0.9).abs() < 1e-9, "{}", new.tokens_per_s);
         assert!(new.mfu.is_none(), "no MFU on CPU");
         let table = bench.render();
         assert!(
-            table.contains("| #29 | 225.0 | 150.0-300.0 | 75.0 | 4444 | 1.50x #1 (1.50-1.50) |"),
+            table.contains(
+                "| #29 | 2-3 of 250 | 1000 | 225.0 | 150.0-300.0 | 75.0 | 4444 | 1.50x #1 (1.50-1.50) |"
+            ),
             "{table}"
         );
     }

@@ -152,6 +152,16 @@ impl Manifest {
         self.lab.get("steps").and_then(|v| v.as_integer()).map_or(0, |s| s as u64)
     }
 
+    /// The record's step budget at lab scale (`[lab] steps`) or at full scale (its official
+    /// steps).
+    pub fn budget(&self, lab: bool) -> u64 {
+        if lab {
+            self.lab_steps()
+        } else {
+            self.record.steps
+        }
+    }
+
     /// Parses and validates one manifest; errors name the file and line.
     pub fn load(path: &Path) -> Result<Manifest> {
         let text =

@@ -84,19 +84,10 @@ impl Replay {
         self.verdict.as_ref().map(|v| v.steps)
     }
 
-    /// The budget `m`'s record has at this replay's scale.
-    fn budget(&self, m: &Manifest) -> u64 {
-        if self.lab {
-            m.lab_steps()
-        } else {
-            m.record.steps
-        }
-    }
-
     /// "5 of 281 steps": how far a replay shortened by `--steps` ran; `None` for one over the
     /// record's whole budget.
     pub fn shortened(&self, m: &Manifest) -> Option<String> {
-        let (steps, budget) = (self.steps()?, self.budget(m));
+        let (steps, budget) = (self.steps()?, m.budget(self.lab));
         (steps != budget).then(|| format!("{steps} of {budget} steps"))
     }
 }

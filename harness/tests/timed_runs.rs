@@ -33,21 +33,22 @@ fn only_entry(dir: &Path) -> std::path::PathBuf {
 }
 
 #[test]
-fn bench_of_1_and_29_interleaves_rounds_and_writes_bench_json() {
+fn bench_of_1_29_and_46_interleaves_rounds_and_counts_each_stages_true_tokens() {
     let tmp = tempfile::tempdir().unwrap();
     let lock = tmp.path().join("timing.lock");
     let held = File::create(&lock).unwrap();
     held.lock().unwrap();
     let results = tmp.path().join("results");
-    let bench = ["bench", "1", "29", "--rounds", "2", "--steps", "2", "--warmup", "1"];
+    let bench = ["bench", "1", "29", "46", "--rounds", "2", "--steps", "2", "--warmup", "1"];
     let (stdout, stderr) = records(
         &[&bench[..], &["--no-lock", "--results", results.to_str().unwrap()]].concat(),
         &lock,
     );
-    // Interleaved: round 1 runs #1 then #29, then round 2 does.
+    // Interleaved: round 1 runs #1, #29 then #46, then round 2 does.
     let order: Vec<&str> = stderr.lines().filter(|l| l.starts_with("records: round ")).collect();
-    assert_eq!(order.len(), 4, "{stderr}");
-    for (line, want) in order.iter().zip(["1/2: #1 ", "1/2: #29 ", "2/2: #1 ", "2/2: #29 "]) {
+    assert_eq!(order.len(), 6, "{stderr}");
+    let want = ["1/2: #1 ", "1/2: #29 ", "1/2: #46 ", "2/2: #1 ", "2/2: #29 ", "2/2: #46 "];
+    for (line, want) in order.iter().zip(want) {
         assert!(line.contains(want), "{line} should be {want}");
     }
     assert!(
@@ -62,20 +63,24 @@ fn bench_of_1_and_29_interleaves_rounds_and_writes_bench_json() {
     assert_eq!(json["scale"], "lab");
     assert!(json["time_not_comparable"].is_string(), "{json}");
     let recs = json["records"].as_array().unwrap();
-    assert_eq!(recs.len(), 2);
-    for (r, n) in recs.iter().zip([1, 29]) {
+    assert_eq!(recs.len(), 3);
+    // Steps 2-3 of each record's own schedule: #46's first batch stage trains 688 lab tokens a
+    // step (its last 2,048), and that is what is counted.
+    for (r, (n, tokens)) in recs.iter().zip([(1, 2048.0), (29, 2048.0), (46, 688.0)]) {
         assert_eq!(r["record"], n);
         assert_eq!(r["ms_per_step"]["n"], 4, "2 rounds x 2 timed steps: {r}");
-        assert_eq!(r["batch_tokens"], 2048);
-        let ms = r["ms_per_step"]["median"].as_f64().unwrap();
-        assert!(ms > 0.0, "{r}");
-        let tps = r["tokens_per_s"].as_f64().unwrap();
-        assert!((tps - 2048.0 / (ms / 1e3)).abs() < 1e-6 * tps, "{r}");
+        assert_eq!(r["window"]["skip"], 1, "{r}");
+        assert_eq!(r["window"]["stop"], 3, "{r}");
+        assert_eq!(r["tokens_per_step"], tokens, "{r}");
+        assert!(r["ms_per_step"]["median"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["tokens_per_s"].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["mfu"].is_null(), "no MFU on CPU");
     }
+    assert_eq!(recs[2]["budget"], 323, "#46's own lab budget, not --steps");
     assert!(recs[0]["ratio_to_first"].is_null());
     assert_eq!(recs[1]["ratio_to_first"]["of"], 1);
     assert_eq!(recs[1]["ratio_to_parent"]["of"], 1);
+    assert!(recs[2]["ratio_to_parent"].is_null(), "#46's parent #38 was not benched");
     // Each run's log is kept beside bench.json, and it was the record's own tree that ran.
     let log = std::fs::read_to_string(run.join("round-2-29/train.log")).unwrap();
     assert!(log.contains("# bench: round 2/2") && log.contains("# tree: "), "{log}");

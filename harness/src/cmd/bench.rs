@@ -1,5 +1,6 @@
-//! `records bench [N...]`: each record's own trainer, a few steps at a time in interleaved rounds,
-//! under the timing lock; a table on stdout and `results/bench/<run id>/bench.json`.
+//! `records bench [N...]`: each record's own trainer on its own schedule, stopped after a few
+//! timed steps at a stated place in it (`--at`), in interleaved rounds under the timing lock; a
+//! table on stdout and `results/bench/<run id>/bench.json`.
 use super::replay::ScaleArg;
 use anyhow::{Context, Result};
 use records::bench::{self, Bench, Samples, Setup};
@@ -33,6 +34,11 @@ pub struct Args {
     /// Steps of each run left out before the timed ones (at least 1).
     #[arg(long, default_value_t = 2)]
     pub warmup: u64,
+    /// Where the timed steps sit in each record's own schedule: `first` (the first stage; only
+    /// those steps run), `last` (the last stage, at the full batch; runs the whole budget) or
+    /// a step number (the warmup starts there).
+    #[arg(long, default_value = "first")]
+    pub at: bench::At,
     /// The device's peak TFLOP/s for MFU [default: 989, an H100's bf16 dense peak].
     #[arg(long, default_value_t = bench::H100_BF16_TFLOPS)]
     pub peak_tflops: f64,
@@ -63,6 +69,9 @@ pub fn run(args: Args) -> Result<()> {
     let mut trainers = Vec::new();
     for m in &chosen {
         let n = m.record.number;
+        args.at
+            .window(m.budget(lab), args.warmup, args.steps)
+            .with_context(|| format!("record #{n}"))?;
         let dir = series::materialize(&root, n)?;
         let tree = std::fs::read_to_string(dir.join(series::tree::MARKER))?.trim().to_string();
         tracing::info!("records: building the trainer of #{n} ...");
@@ -79,30 +88,35 @@ pub fn run(args: Args) -> Result<()> {
     let timing = TimingLock::acquire(args.places.no_lock)?;
     let mut samples: Vec<Samples> = trainers
         .iter()
-        .map(|(m, _, tree, _)| Samples {
-            record: m.record.number,
-            title: m.record.title.clone(),
-            parent: m.record.parent,
-            tree: tree.clone(),
-            rounds: Vec::new(),
-            batch_tokens: None,
-            parameters: None,
-            peak_mem_allocated_mib: None,
+        .map(|(m, _, tree, _)| {
+            let budget = m.budget(lab);
+            Samples {
+                record: m.record.number,
+                title: m.record.title.clone(),
+                parent: m.record.parent,
+                tree: tree.clone(),
+                rounds: Vec::new(),
+                tokens: 0,
+                window: args.at.window(budget, args.warmup, args.steps).expect("checked above"),
+                budget,
+                parameters: None,
+                peak_mem_allocated_mib: None,
+            }
         })
         .collect();
     let mut device = String::new();
-    let total = args.warmup + args.steps;
     for round in 1..=args.rounds {
         for ((m, dir, tree, bin), s) in trainers.iter().zip(&mut samples) {
             let n = m.record.number;
             let out = pending.dir().join(format!("round-{round}-{n:02}"));
             let mut a: Vec<OsString> = vec!["--manifest".into(), m.path.clone().into()];
             a.extend(["--scale".into(), scale.into(), "--data".into(), data.clone().into()]);
+            // The record's own budget and schedule, stopped after the window.
             a.extend([
                 "--out".into(),
                 out.clone().into(),
-                "--steps".into(),
-                total.to_string().into(),
+                "--stop-after".into(),
+                s.window.stop.to_string().into(),
             ]);
             a.extend(["--header".into(), format!("bench=round {round}/{}", args.rounds).into()]);
             a.extend(["--header".into(), format!("tree={tree} ({})", dir.display()).into()]);
@@ -116,8 +130,10 @@ pub fn run(args: Args) -> Result<()> {
             })
             .map_err(|e| anyhow::anyhow!("record #{n}, round {round}: {e}"))?;
             let log = runlog::parse_file(&out.join("train.log"))?;
-            let times = bench::step_times(&log, args.warmup)
-                .with_context(|| format!("record #{n}, round {round}: {}", out.display()))?;
+            let context = || format!("record #{n}, round {round}: {}", out.display());
+            let times = bench::step_times(&log, s.window.skip).with_context(context)?;
+            s.tokens += bench::window_tokens(&out.join("metrics.jsonl"), s.window.skip)
+                .with_context(context)?;
             tracing::info!(
                 "records: round {round}/{}: #{n} {:.1} ms/step (median of {})",
                 args.rounds,
@@ -125,7 +141,6 @@ pub fn run(args: Args) -> Result<()> {
                 times.len()
             );
             s.rounds.push(times);
-            s.batch_tokens = bench::batch_tokens(&log);
             s.parameters = bench::header_number(&log, "parameters");
             s.peak_mem_allocated_mib = s.peak_mem_allocated_mib.max(log.peak_mem_allocated_mib);
             device = log.header_value("device").unwrap_or_default().to_string();
@@ -138,10 +153,11 @@ pub fn run(args: Args) -> Result<()> {
         date_utc: date,
         scale: scale.to_string(),
         device,
-        cpu: bench::cpu_model(),
+        cpu: records::lab_target::this_cpu(),
         rounds: args.rounds,
         warmup_steps: args.warmup,
         timed_steps: args.steps,
+        at: args.at.to_string(),
         peak_tflops: args.cuda.then_some(args.peak_tflops),
     };
     let mut bench = Bench::new(setup, &samples, first)?;

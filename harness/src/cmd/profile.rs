@@ -36,6 +36,10 @@ pub struct Args {
     /// Steps run before the traced ones (at least 1: the first step warms the kernels up).
     #[arg(long, default_value_t = 2)]
     pub warmup: u64,
+    /// Where the traced steps sit in the record's own schedule: `first`, `last` (the full
+    /// batch; runs the whole budget) or a step number, as in `records bench`.
+    #[arg(long, default_value = "first")]
+    pub at: bench::At,
     /// lab: the [lab] shape on CPU; full: upstream's shape on GPUs (one per rank).
     #[arg(long, value_enum, default_value = "lab")]
     pub scale: ScaleArg,
@@ -81,6 +85,10 @@ pub fn run(args: Args) -> Result<()> {
     let mut chosen = vec![catalog.get(args.record)?];
     if let Some(other) = args.compare {
         chosen.push(catalog.get(other)?);
+    }
+    for m in &chosen {
+        let n = m.record.number;
+        args.at.window(m.budget(lab), args.warmup, args.steps).with_context(|| format!("#{n}"))?;
     }
     let data = args.places.data(&root, lab)?;
     for m in &chosen {
@@ -171,11 +179,15 @@ fn profile_one(
 ) -> Result<RecordProfile> {
     let n = m.record.number;
     let out = run.join(format!("{n:02}"));
-    let total = args.warmup + args.steps;
+    let budget = m.budget(scale == "lab");
+    let window =
+        args.at.window(budget, args.warmup, args.steps).with_context(|| format!("#{n}"))?;
     let dir = out.join("trace");
     let mut a: Vec<OsString> = vec!["--manifest".into(), m.path.clone().into()];
     a.extend(["--scale".into(), scale.into(), "--data".into(), data.into()]);
-    a.extend(["--out".into(), out.clone().into(), "--steps".into(), total.to_string().into()]);
+    // The record's own budget and schedule, stopped after the traced steps.
+    let stop = window.stop.to_string();
+    a.extend(["--out".into(), out.clone().into(), "--stop-after".into(), stop.into()]);
     a.extend(["--profile".into(), dir.clone().into()]);
     a.extend(["--profile-steps".into(), args.steps.to_string().into()]);
     a.extend(["--header".into(), format!("tree={tree}").into()]);
@@ -183,8 +195,10 @@ fn profile_one(
         a.push("--cpu".into());
     }
     info!(
-        "records: profiling #{n}: {} steps, the last {} traced, {} rank(s)",
-        total, args.steps, args.ranks
+        "records: profiling #{n}: steps {}-{} of its {budget} traced, {} rank(s)",
+        window.skip + 1,
+        window.stop,
+        args.ranks
     );
     step("launch", n, || {
         launch(bin, &a, args.ranks, &LaunchOpts::default(), |line| {
@@ -201,7 +215,7 @@ fn profile_one(
         .collect();
     let (log, log_step_ms, steps) = step("parse", n, || -> Result<_> {
         let log = runlog::parse_file(&out.join("train.log"))?;
-        let times = bench::step_times(&log, total - args.steps)
+        let times = bench::step_times(&log, window.skip)
             .with_context(|| format!("record #{n}: {}", out.display()))?;
         Ok((log, times, trace::read(&run.join(&traces[0]))?))
     })?;

@@ -161,7 +161,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let data = args.places.data(&root, lab)?;
     corpora::check_shards_for(m, lab, &data)?;
-    let steps = args.steps.unwrap_or(if lab { m.lab_steps() } else { m.record.steps });
+    let steps = args.steps.unwrap_or(m.budget(lab));
     // Upstream's rule: a record must beat its parent re-timed on the same hardware.
     let parent = match args.baseline {
         true => {
