@@ -5,8 +5,9 @@
 //! says which). libtorch's CPU kernels round differently by CPU model (#29 ends at 1.8096 on
 //! one 2-core EPYC and 1.8063 on a Xeon), so a target is one CPU's: it is measured on this CPU
 //! the first time a lab verdict needs it (a replay of the reference record over its whole
-//! budget, one rank, its own seed), then kept with the CPU's name in
-//! `<results>/lab-targets.json` and never changed by later replays. The manifest's figure is
+//! budget, one rank, its own seed), then kept with the CPU's name and the reference record's
+//! tree id in `<results>/lab-targets.json`, and never changed by later replays of that tree. A
+//! changed reference tree (its `tree =` in the manifest) needs its target measured again. The manifest's figure is
 //! the reference machine's (the README's numbers); it judges a run only where this CPU has no
 //! target of its own (a shortened run, a log from an unknown CPU), and the verdict says so.
 use crate::catalog::Catalog;
@@ -47,8 +48,9 @@ fn describe_cpu(cpuinfo: &str, cores: usize) -> String {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Measured {
     pub cpu: String,
-    /// The reference record whose replay measured it (1 or 29).
+    /// The reference record whose replay measured it (1 or 29), and its tree id.
     pub record: u32,
+    pub tree: String,
     pub val_loss: f64,
     /// The replay's run id under `results/<NN>/`.
     pub run: String,
@@ -73,14 +75,22 @@ fn load(results: &Path) -> Result<Store> {
     }
 }
 
-/// Keeps `m` unless its CPU has a target of that record already (the first one stays).
+/// Keeps `m` unless its CPU has a target of that tree already (the first one stays).
 pub fn keep(results: &Path, m: Measured) -> Result<()> {
     let mut store = load(results)?;
-    if store.targets.iter().any(|t| t.cpu == m.cpu && t.record == m.record) {
+    if store.targets.iter().any(|t| t.cpu == m.cpu && t.record == m.record && t.tree == m.tree) {
         return Ok(());
     }
     store.targets.push(m);
     write_atomic(&store_path(results), serde_json::to_string_pretty(&store)?.as_bytes())
+}
+
+/// The tree id of reference record `record`, as its manifest records it.
+pub fn reference_tree(catalog: &Catalog, record: u32) -> Result<String> {
+    let m = catalog.get(record)?;
+    m.record.tree.clone().with_context(|| {
+        format!("{}: no record.tree, so its lab target cannot be kept", m.path.display())
+    })
 }
 
 /// The target a lab run of some record on `cpu` is judged against.
@@ -99,8 +109,11 @@ impl Target {
     /// manifest's reference figure.
     pub fn of(catalog: &Catalog, results: &Path, n: u32, cpu: &str) -> Result<Target> {
         let (reference, record) = catalog.lab_target_of(n)?;
-        let measured =
-            load(results)?.targets.into_iter().find(|t| t.cpu == cpu && t.record == record);
+        let tree = reference_tree(catalog, record)?;
+        let measured = load(results)?
+            .targets
+            .into_iter()
+            .find(|t| t.cpu == cpu && t.record == record && t.tree == tree);
         Ok(Target {
             val_loss: measured.as_ref().map_or(reference.val_loss, |m| m.val_loss),
             record,
@@ -150,16 +163,19 @@ mod tests {
     #[test]
     fn the_first_target_of_a_cpu_is_kept() {
         let dir = tempfile::tempdir().unwrap();
-        let m = |cpu: &str, loss: f64| Measured {
+        let m = |cpu: &str, tree: &str, loss: f64| Measured {
             cpu: cpu.into(),
             record: 29,
+            tree: tree.into(),
             val_loss: loss,
             run: "r".into(),
         };
-        keep(dir.path(), m("A", 1.81)).unwrap();
-        keep(dir.path(), m("A", 1.90)).unwrap();
-        keep(dir.path(), m("B", 1.80)).unwrap();
+        keep(dir.path(), m("A", "t1", 1.81)).unwrap();
+        keep(dir.path(), m("A", "t1", 1.90)).unwrap();
+        keep(dir.path(), m("B", "t1", 1.80)).unwrap();
+        keep(dir.path(), m("A", "t2", 1.83)).unwrap();
         let store = load(dir.path()).unwrap();
-        assert_eq!(store.targets, vec![m("A", 1.81), m("B", 1.80)]);
+        let want = [m("A", "t1", 1.81), m("B", "t1", 1.80), m("A", "t2", 1.83)];
+        assert_eq!(store.targets, want);
     }
 }

@@ -231,15 +231,16 @@ pub fn run(args: Args) -> Result<()> {
     }
 
     if self_measures {
-        let m =
-            Measured {
-                cpu: cpu.clone(),
-                record: args.record,
-                val_loss: logs.first().and_then(|l| l.final_val()).map(|v| v.val_loss).context(
-                    "the run that measures this CPU's lab target logged no final val loss",
-                )?,
-                run: pending.id().to_string(),
-            };
+        let last = logs.first().and_then(|l| l.final_val());
+        let m = Measured {
+            cpu: cpu.clone(),
+            record: args.record,
+            tree: lab_target::reference_tree(&catalog, args.record)?,
+            val_loss: last
+                .map(|v| v.val_loss)
+                .context("the run that measures this CPU's lab target logged no final val loss")?,
+            run: pending.id().to_string(),
+        };
         lab_target = Some(Target::measured_by(args.record, m));
     }
     let target = lab_target.as_ref().map_or(target, |t| t.val_loss);
