@@ -1,5 +1,5 @@
 //! Where the trainer runs, and the CPU settings that make small models fast.
-use tch::{Device, Kind};
+use tch::{Device, Kind, Tensor};
 
 /// The device and the kind matmuls run in: bf16 on CUDA (fp32 master weights), fp32 on CPU.
 #[derive(Debug, Clone, Copy)]
@@ -47,6 +47,26 @@ impl Target {
             tch::Cuda::synchronize(i as i64);
         }
     }
+}
+
+/// A host tensor (a loader's tokens, document boundaries) on `device`. On the CPU it is
+/// `to_device` as before: the same tensor, nothing pinned, no CUDA call. On CUDA a blocking copy
+/// from pageable memory synchronizes the stream, so the host would wait for the previous
+/// micro-batch's backward before queueing the next; from pinned memory the copy is queued
+/// without waiting (`non_blocking`).
+///
+/// The pinned copy is dropped while the transfer may still run, which is safe: it comes from
+/// libtorch's caching host allocator (`_pin_memory`), the non-blocking copy records an event on
+/// the stream for that block (`copy_kernel_cuda`), and a freed block is not handed out again
+/// until its events are done (ATen/cuda/CachingHostAllocator.h and ATen/core/
+/// CachingHostAllocator.h in libtorch 2.11). `_pin_memory`, not `pin_memory`: the latter warns
+/// on every call that its device argument is deprecated, and tch always passes one.
+pub fn upload(host: &Tensor, device: Device) -> Tensor {
+    if !device.is_cuda() {
+        return host.to_device(device);
+    }
+    // Pinning keeps the strides; a dense copy first makes the transfer one memcpy.
+    host.contiguous().internal_pin_memory(device).to_device_(device, host.kind(), true, false)
 }
 
 /// This rank's CUDA device: `LOCAL_RANK` among the visible devices, or the only one when the

@@ -76,6 +76,38 @@ fn multi_token_loss_matches_a_float64_reference() {
     assert!((first.double_value(&[]) - plain.double_value(&[])).abs() < 1e-4);
 }
 
+/// The weights reach the loss by fills on the device, not by a copy per micro-batch: at every
+/// step of #53's schedule that uses them (two stages, each fading its last weight), the weights
+/// and the loss equal, to the bit, the fp32 copy of the host's weights and the loss over it.
+#[test]
+fn multi_token_weights_on_the_device_are_the_copied_ones_bit_for_bit() {
+    let s = Schedule::new(&record_53(Scale::Full));
+    let (n, v) = (9i64, 11i64);
+    let logits =
+        (Tensor::arange(n * v, (Kind::Float, Device::Cpu)) * 0.37).sin().view([n, v]) * 4.0;
+    let targets = Tensor::from_slice(&[3i64, 0, 6, 2, 5, 10, 1, 7, 4]);
+    let bits = |t: &Tensor| -> Vec<u32> {
+        Vec::<f32>::try_from(t.flatten(0, -1)).unwrap().iter().map(|x| x.to_bits()).collect()
+    };
+    let mut lengths = std::collections::BTreeSet::new();
+    for step in 0..1254 {
+        let plan = s.at(step);
+        let w = plan.mtp_weights();
+        lengths.insert(w.len());
+        let copied = Tensor::from_slice(w).to_kind(Kind::Float);
+        assert_eq!(bits(&mtp::on_device(w, Device::Cpu)), bits(&copied), "step {step}: {w:?}");
+        // the loss as computed with the copied weights
+        let k = w.len() as i64;
+        let idx = targets.constant_pad_nd([0, k - 1]).unfold(0, k, 1);
+        let ce = logits.logsumexp([-1], true) - logits.gather(1, &idx, false);
+        let t = Tensor::arange(n, (Kind::Int64, Device::Cpu)).unsqueeze(1);
+        let keep = (t + Tensor::arange(k, (Kind::Int64, Device::Cpu))).lt(n).to_kind(Kind::Float);
+        let want = (ce * keep * copied).sum(Kind::Float);
+        assert_eq!(bits(&mtp::loss(&logits, &targets, w)), bits(&want), "step {step}: {w:?}");
+    }
+    assert_eq!(lengths.into_iter().collect::<Vec<_>>(), [2, 3], "both weighted stages");
+}
+
 /// #52: the scalars' Adam pauses for 40 steps from each change of windows or batch: 627-666,
 /// 1254-1293, 1880-1919 (spec §3.6); never in the untimed warmup. The lab maps 40 to 6.
 #[test]

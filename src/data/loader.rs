@@ -7,6 +7,7 @@
 //! therefore do not depend on how they are split over ranks and micro-batches, which is what makes
 //! 2 ranks equal 1 rank with 2x accumulation. (llm.c shuffles with mt19937 seeded per rank; the
 //! statistics are the same, the exact order is ours.)
+use crate::device::upload;
 use anyhow::{bail, Context, Result};
 use corpus::shard::Shard;
 use corpus::synthetic::SplitMix64;
@@ -185,8 +186,8 @@ fn open_all(files: &[PathBuf]) -> Result<Vec<Shard>> {
 /// `buf` holds `rows` windows of T+1 tokens -> inputs/targets [rows, T].
 fn to_batch(buf: Vec<i64>, rows: usize, t: usize, device: Device) -> Batch {
     let all = Tensor::from_slice(&buf).view([rows as i64, t as i64 + 1]);
-    let inputs = all.narrow(1, 0, t as i64).to_kind(Kind::Int64).to_device(device);
-    let targets = all.narrow(1, 1, t as i64).to_kind(Kind::Int64).to_device(device);
+    let inputs = upload(&all.narrow(1, 0, t as i64).to_kind(Kind::Int64), device);
+    let targets = upload(&all.narrow(1, 1, t as i64).to_kind(Kind::Int64), device);
     Batch { inputs, targets }
 }
 

@@ -63,8 +63,8 @@ fn pack(buf: &[u16], cu: &[i32], device: Device) -> Packed {
     let n = buf.len() as i64 - 1;
     let all = Tensor::from_slice(&buf.iter().map(|&t| i64::from(t)).collect::<Vec<_>>());
     Packed {
-        inputs: all.narrow(0, 0, n).view([1, n]).to(device),
-        targets: all.narrow(0, 1, n).view([1, n]).to(device),
+        inputs: crate::device::upload(&all.narrow(0, 0, n).view([1, n]), device),
+        targets: crate::device::upload(&all.narrow(0, 1, n).view([1, n]), device),
         cu_seqlens: cu.to_vec(),
     }
 }

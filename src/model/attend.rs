@@ -67,7 +67,7 @@ impl Docs {
     /// The same checks on host offsets, which are then copied to `device` once (a loader's
     /// path: nothing is read back from the device).
     pub fn from_offsets(offsets: &[i32], device: Device) -> Result<Docs> {
-        Docs::checked(offsets, Tensor::from_slice(offsets).to(device))
+        Docs::checked(offsets, crate::device::upload(&Tensor::from_slice(offsets), device))
     }
 
     fn checked(offsets: &[i32], cu_seqlens: Tensor) -> Result<Docs> {

@@ -11,7 +11,7 @@
 //! stage k = #{j in 1..n : x ≥ j/n} keeps the first n − k weights, and the last of them (when
 //! more than one) falls linearly to 0 over the stage: [1, 0.5, 0.25·(1 − 3x)], then
 //! [1, 0.5·(1 − (3x − 1))], then [1] (also through the extension).
-use tch::{Kind, Tensor};
+use tch::{Device, Kind, Tensor};
 
 /// The weights at progress `x` for the base weights `base`.
 pub fn weights(base: &[f64], x: f64) -> Vec<f64> {
@@ -44,6 +44,16 @@ pub fn loss(logits: &Tensor, targets: &Tensor, w: &[f64]) -> Tensor {
                                                                            // keep[t, j] = t + j < N
     let t = Tensor::arange(n, (Kind::Int64, dev)).unsqueeze(1);
     let keep = (t + Tensor::arange(k, (Kind::Int64, dev))).lt(n);
-    let w = Tensor::from_slice(w).to_kind(Kind::Float).to_device(dev);
-    (ce.to_kind(Kind::Float) * keep.to_kind(Kind::Float) * w).sum(Kind::Float)
+    (ce.to_kind(Kind::Float) * keep.to_kind(Kind::Float) * on_device(w, dev)).sum(Kind::Float)
+}
+
+/// The weights as fp32 on `dev`, written there by one fill each: a fill takes its value as a
+/// kernel argument, so no host→device copy (from pageable memory, one that waits for the
+/// stream) runs per micro-batch. Each value is the f64 weight rounded to fp32, as a copy's.
+pub fn on_device(w: &[f64], dev: Device) -> Tensor {
+    let t = Tensor::empty([w.len() as i64], (Kind::Float, dev));
+    for (j, &x) in w.iter().enumerate() {
+        let _ = t.get(j as i64).fill_(x);
+    }
+    t
 }
