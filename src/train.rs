@@ -37,6 +37,13 @@ pub struct RunConfig {
 
 /// Trains and returns the final val loss (the mean over all ranks).
 pub fn run(cfg: &RunConfig) -> Result<f64> {
+    run_until(cfg, None)
+}
+
+/// [`run`], ended after step `stop_after` of the budget when given, its schedule unchanged:
+/// how `records bench` and `records profile` time a stage of a record's real schedule. Such a
+/// run has no final validation; it returns the last val loss it logged.
+pub fn run_until(cfg: &RunConfig, stop_after: Option<u64>) -> Result<f64> {
     let r = &cfg.recipe;
     let (rank, ranks) = (cfg.ranks.rank, cfg.ranks.world);
     let (rows, accum) = r.micro_batch(ranks)?;
@@ -133,6 +140,9 @@ pub fn run(cfg: &RunConfig) -> Result<f64> {
             tokens,
             train_time_ms: train_ms,
         });
+        if stop_after == Some(n) {
+            break;
+        }
     }
 
     let peak_memory_mib = cfg.target.peak_memory_mib();

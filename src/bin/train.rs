@@ -14,7 +14,7 @@ use trainer::optim::optimizer::Optimizer;
 use trainer::optim::param_table;
 use trainer::optim::schedule::Schedule;
 use trainer::recipe::{Recipe, Scale};
-use trainer::train::{run, RunConfig};
+use trainer::train::{run_until, RunConfig};
 
 #[derive(Parser)]
 #[command(name = "train", about = "Train a GPT with one record's recipe")]
@@ -72,6 +72,10 @@ struct Args {
     /// How many of the last steps --profile traces.
     #[arg(long, default_value_t = 3, requires = "profile")]
     profile_steps: u64,
+    /// End after this step of the budget, the schedule unchanged (no final validation): how
+    /// `records bench` and `records profile` time a stage of a record's real schedule.
+    #[arg(long)]
+    stop_after: Option<u64>,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -150,8 +154,15 @@ fn main_inner(args: Args, ranks: RankEnv) -> Result<()> {
     if args.bf16 {
         target.compute = tch::Kind::BFloat16;
     }
+    let budget = Schedule::new(&recipe).steps();
+    if let Some(stop) = args.stop_after {
+        anyhow::ensure!(
+            (1..=budget).contains(&stop),
+            "--stop-after {stop}: must be 1 to {budget}, the run's steps"
+        );
+    }
     if let Some(dir) = args.profile {
-        let steps = Schedule::new(&recipe).steps();
+        let steps = args.stop_after.unwrap_or(budget);
         // Step 0 warms the kernels up (and is untimed without an explicit warmup).
         anyhow::ensure!(
             (1..steps).contains(&args.profile_steps),
@@ -191,6 +202,6 @@ fn main_inner(args: Args, ranks: RankEnv) -> Result<()> {
         ranks,
         header,
     };
-    run(&cfg)?;
+    run_until(&cfg, args.stop_after)?;
     Ok(())
 }
