@@ -227,7 +227,8 @@ fn our_lab_logs_are_judged_against_their_record_s_lab_target() {
         "{text}"
     );
     assert!(
-        text.contains("target: #1's lab target, set by records/01.toml [lab_target]: the log says `# scale: lab` and `# record: 1`"),
+        text.contains("target: records/01.toml's [lab_target], measured on another machine")
+            && text.contains("the log says `# scale: lab` and `# record: 1`; no verdict.json beside it names a CPU"),
         "{text}"
     );
     assert!(text.contains("mean val loss 2.5396 is above 2.5284"), "{text}");
