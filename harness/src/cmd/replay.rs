@@ -131,8 +131,17 @@ pub fn run(args: Args) -> Result<()> {
         true => Some(Target::of(&catalog, &results, args.record, &cpu)?),
         false => None,
     };
+    if args.nnodes > 1 && args.master_addr.is_none() {
+        anyhow::bail!("--master-addr is needed with --nnodes {}: rank 0's host", args.nnodes);
+    }
+    if cuda {
+        records::replay::check_cuda_setup(&root)?;
+    }
+    let data = args.places.data(&root, lab)?;
+    corpora::check_shards_for(m, lab, &data)?;
     // A whole-budget lab run is judged against a target measured on this CPU: the reference
-    // record's replay measures it once (this run, if it is that replay; else one first).
+    // record's replay measures it once (this run, if it is that replay; else one first, after
+    // this run's own checks above, so a run that cannot start measures nothing).
     let whole = lab && args.steps.is_none() && args.nnodes == 1;
     let measuring = whole && lab_target.as_ref().is_some_and(|t| t.measured.is_none());
     let self_measures = measuring
@@ -153,14 +162,6 @@ pub fn run(args: Args) -> Result<()> {
         Some(t) => ("lab", t.val_loss),
         None => ("full", TARGET_VAL_LOSS),
     };
-    if args.nnodes > 1 && args.master_addr.is_none() {
-        anyhow::bail!("--master-addr is needed with --nnodes {}: rank 0's host", args.nnodes);
-    }
-    if cuda {
-        records::replay::check_cuda_setup(&root)?;
-    }
-    let data = args.places.data(&root, lab)?;
-    corpora::check_shards_for(m, lab, &data)?;
     let steps = args.steps.unwrap_or(m.budget(lab));
     // Upstream's rule: a record must beat its parent re-timed on the same hardware.
     let parent = match args.baseline {
