@@ -9,7 +9,10 @@ use trainer::train::{run, RunConfig};
 #[test]
 fn nan_loss_stops_the_run_naming_the_step() {
     let dir = tempfile::tempdir().unwrap();
-    let (train, val) = common::small_shards(dir.path());
+    let tokens: Vec<u16> = (0..20_000u32).map(|i| (i * 7 % 251) as u16).collect();
+    let (val, train) = (dir.path().join("x_val_000000.bin"), dir.path().join("x_train_000001.bin"));
+    corpus::shard::write_shard(&val, &tokens[..5_000]).unwrap();
+    corpus::shard::write_shard(&train, &tokens[5_000..]).unwrap();
     // An absurd learning rate: the first update sends the weights to infinity.
     let recipe = common::lab_recipe(
         "n_layer = 1\nn_embd = 32\nn_head = 2\nseq_len = 16\nmax_seq_len = 16\nbatch_rows = 4\n\

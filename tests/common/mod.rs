@@ -123,13 +123,3 @@ pub fn byte_document_shards(dir: &Path, seed: u64, total: usize) {
     corpus::shard::write_shard(&dir.join("x_val_000000.bin"), &tokens[..20_000]).unwrap();
     corpus::shard::write_shard(&dir.join("x_train_000001.bin"), &tokens[20_000..]).unwrap();
 }
-
-/// A val and a train shard in `dir` of a repeating byte-range sequence (5,000 and 15,000
-/// tokens): data for the small runs' tests. Returns (train, val).
-pub fn small_shards(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
-    let tokens: Vec<u16> = (0..20_000u32).map(|i| (i * 7 % 251) as u16).collect();
-    let (val, train) = (dir.join("x_val_000000.bin"), dir.join("x_train_000001.bin"));
-    corpus::shard::write_shard(&val, &tokens[..5_000]).unwrap();
-    corpus::shard::write_shard(&train, &tokens[5_000..]).unwrap();
-    (train, val)
-}
