@@ -122,6 +122,10 @@ pub struct Recipe {
     /// upstream #32 (the block matrices stay fp32 master weights).
     #[serde(default)]
     pub bf16_linears: bool,
+    /// Adam's moments in bf16 whatever the parameter's dtype, on CUDA (upstream #32; the CPU
+    /// lab keeps fp32).
+    #[serde(default)]
+    pub bf16_adam_state: bool,
     /// Value embedding table per layer, one character per layer: a digit names the table,
     /// '.' none (upstream #14-#17: "012......012").
     #[serde(default)]

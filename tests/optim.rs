@@ -41,6 +41,7 @@ fn adam_cfg(eps: f64, weight_decay: f64) -> AdamConfig {
         beta2: 0.95,
         eps,
         weight_decay,
+        bf16_state: false,
         cautious: None,
         fp32_state: false,
     }
@@ -114,6 +115,8 @@ fn muon_cfg(lr: f64, weight_decay: f64) -> MuonConfig {
         beta2: None,
         cautious_wd: false,
         gate_rows: false,
+        split_product: None,
+        mantissa: false,
         qkvo_square: false,
         qk_block: None,
         kind: Kind::Float,

@@ -21,27 +21,13 @@ const RECORDS: [&str; 9] = ["01", "29", "38", "46", "53", "54", "62", "63", "84"
 const COLUMNS: [&str; 8] =
     ["storage", "optimizer", "lr_mul", "wd_mul", "betas", "eps", "state", "muon_blocks"];
 
-/// (record, table row's glob, column, our value) where ours does not follow upstream yet. Issue
-/// 23's items 2 and 8, CUDA storage policy the fp32 CPU lab never sees: from #32 to #55 upstream
-/// keeps every Adam moment in bf16 (ours: the param's dtype), and Muon's momentum for the bf16
-/// gates in bf16 (ours: fp32). And the scalars' wd_mul, 1 upstream until #50 set it to 0, which
-/// multiplies Adam's weight decay of 0 until then (no number changes).
-const KNOWN: [(&str, &str, &str, &str); 15] = [
+/// (record, table row's glob, column, our value) where ours does not follow upstream: the
+/// scalars' wd_mul, 1 upstream until #50 set it to 0, which multiplies Adam's weight decay of 0
+/// until then (no number changes).
+const KNOWN: [(&str, &str, &str, &str); 3] = [
     ("29", "scalars", "wd_mul", "0"),
     ("38", "scalars", "wd_mul", "0"),
     ("46", "scalars", "wd_mul", "0"),
-    ("38", "scalars", "state", "fp32"),
-    ("46", "scalars", "state", "fp32"),
-    ("53", "scalars", "state", "fp32"),
-    ("54", "scalars", "state", "fp32"),
-    ("53", "x0_lambdas", "state", "fp32"),
-    ("54", "x0_lambdas", "state", "fp32"),
-    ("38", "blocks.*.attn.gate", "state", "fp32"),
-    ("46", "blocks.*.attn.gate", "state", "fp32"),
-    ("53", "blocks.*.attn.gate", "state", "fp32"),
-    ("54", "blocks.*.attn.gate", "state", "fp32"),
-    ("38", "smear_gate", "state", "fp32"),
-    ("46", "smear_gate", "state", "fp32"),
 ];
 
 /// A TSV's rows as column -> cell, after its header line; lines starting with `#` are comments.

@@ -242,6 +242,8 @@ fn cautious_weight_decay_spares_entries_the_update_grows() {
         beta2: Some(0.95),
         cautious_wd: true,
         gate_rows: false,
+        split_product: None,
+        mantissa: false,
         qkvo_square: false,
         qk_block: None,
         kind: Kind::Float,

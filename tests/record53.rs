@@ -155,6 +155,7 @@ fn the_untie_copies_the_head_and_its_adam_state() {
         beta2: 0.95,
         eps: 1e-8,
         weight_decay: 0.005,
+        bf16_state: false,
         cautious: Some(CautiousMask::AboveZero),
         fp32_state: false,
     };

@@ -110,6 +110,7 @@ fn adam_decay_scales_with_wd_mul() {
         beta2: 0.95,
         eps: 1e-10,
         weight_decay: 0.005,
+        bf16_state: false,
         cautious: Some(CautiousMask::AboveZero),
         fp32_state: false,
     };
@@ -159,6 +160,7 @@ fn adam_moments_are_fp32() {
         beta2: 0.95,
         eps: 1e-10,
         weight_decay: 0.0,
+        bf16_state: false,
         cautious: None,
         fp32_state: true,
     };
@@ -202,6 +204,8 @@ fn muon_keeps_small_updates_of_bf16_weights() {
         beta2: None,
         cautious_wd: false,
         gate_rows: false,
+        split_product: None,
+        mantissa: true,
         qkvo_square: false,
         qk_block: None,
         kind: Kind::Float,
@@ -256,6 +260,7 @@ fn adam_uses_each_parameters_betas() {
         beta2: 0.95,
         eps: 1e-10,
         weight_decay: 0.0,
+        bf16_state: false,
         cautious: None,
         fp32_state: true,
     };
@@ -396,6 +401,8 @@ fn qkvo_takes_its_square_matrices_lr() {
         beta2: None,
         cautious_wd: false,
         gate_rows: false,
+        split_product: None,
+        mantissa: false,
         qkvo_square,
         qk_block: None,
         kind: Kind::Float,

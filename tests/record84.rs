@@ -174,6 +174,8 @@ fn qkvo_step(c: i64, block: i64, beta2: Option<f64>, seed: i64) -> (tch::Tensor,
         beta2,
         cautious_wd: false,
         gate_rows: false,
+        split_product: None,
+        mantissa: false,
         qkvo_square: true,
         qk_block: Some(block),
         kind: Kind::Float,
@@ -197,7 +199,7 @@ fn qk_head_pairs_are_orthogonalized_apart() {
     use trainer::optim::polar_express;
     let (c, block) = (8i64, 4i64); // 4 heads of 2: pairs of 4 rows
     let (g, t) = qkvo_step(c, block, None, 4);
-    let pe = |x: &Tensor| polar_express::orthogonalize(x, Kind::Float);
+    let pe = |x: &Tensor| polar_express::orthogonalize(x, Kind::Float, false);
     let qk = pe(&g.narrow(0, 0, 2 * c).reshape([-1, block, c])).reshape([-1, c]);
     let vo = pe(&g.narrow(0, 2 * c, 2 * c).reshape([2, c, c])).reshape([-1, c]);
     let want = Tensor::cat(&[qk, vo], 0) * -0.1;
@@ -218,7 +220,7 @@ fn qk_head_pair_moments_follow_the_blocks_shape() {
     let (c, block, beta2) = (8i64, 8i64, 0.95);
     let (g, t) = qkvo_step(c, block, Some(beta2), 80);
     let normalized = |x: &Tensor, dim: i64| {
-        let o = polar_express::orthogonalize(x, Kind::Float).to_kind(Kind::Double);
+        let o = polar_express::orthogonalize(x, Kind::Float, false).to_kind(Kind::Double);
         let s = o.square().mean_dim(dim, true, Kind::Double) * (1.0 - beta2);
         let scaled = &o / s.clamp_min(1e-10).sqrt();
         let frob = |t: &Tensor| {

@@ -1,11 +1,12 @@
 //! `gpu-check`: one markdown table of what a CUDA build does on this GPU. Flash attention against
 //! an SDPA reference (dense, window, varlen, backward), the FP8 head against bf16, Muon's
-//! Newton–Schulz, our AdamW against the fused one, record #84's optimizer through a one-rank
-//! NCCL group, record #1 at full shape on one GPU (ms/step, tokens/s, MFU, peak memory), the
-//! modern records at full shape on one GPU (one rank's training step at each stage, the
-//! 262,144-token eval forward), and last one training step eager against CUDA-graph replay. Each check lives in its own module; every check catches its own errors,
-//! so one failure prints `error: ...` in its row and the rest still run. scripts/gpu-check.sh
-//! runs it on a GPU machine:
+//! Newton–Schulz, our AdamW against the fused one, the bf16 paths of #32-#61 (bf16_paths.rs),
+//! record #84's optimizer through a one-rank NCCL group, record #1 at full shape on one GPU
+//! (ms/step, tokens/s, MFU, peak memory), the modern records at full shape on one GPU (one
+//! rank's training step at each stage, the 262,144-token eval forward), and last one training
+//! step eager against CUDA-graph replay. Each check lives in its own module; every check catches
+//! its own errors, so one failure prints `error: ...` in its row and the rest still run.
+//! scripts/gpu-check.sh runs it on a GPU machine:
 //!
 //!   gpu-check --out /tmp/gpu-check.md
 use clap::Parser;
@@ -16,6 +17,8 @@ use std::process::ExitCode;
 mod adamw;
 #[cfg(feature = "cuda")]
 mod attention;
+#[cfg(feature = "cuda")]
+mod bf16_paths;
 #[cfg(feature = "cuda")]
 mod fp8;
 #[cfg(feature = "cuda")]
@@ -114,7 +117,7 @@ fn run(args: &Args) -> anyhow::Result<bool> {
     // a capture that goes wrong can leave the device unusable for what follows. The estimates
     // (seconds on one H200, the model's build included) decide what fits in the budget.
     type Check = (&'static str, u64, fn(&Ctx) -> anyhow::Result<Vec<Row>>);
-    let checks: [Check; 28] = [
+    let checks: [Check; 32] = [
         ("flash fwd: dense causal", 2, attention::dense),
         ("flash fwd: causal window 64", 1, attention::window),
         ("flash fwd: varlen documents", 1, attention::varlen),
@@ -124,6 +127,10 @@ fn run(args: &Args) -> anyhow::Result<bool> {
         ("FP8 head vs bf16", 3, fp8::check),
         ("Muon Newton–Schulz (bf16)", 2, newton_schulz::check),
         ("AdamW over record #1's params", 3, adamw::check),
+        ("Adam's bf16 moments (#32-#55)", 2, bf16_paths::adam),
+        ("NorMuon on a bf16 gate (#38-#55)", 2, bf16_paths::gate),
+        ("Polar Express, split product (#48)", 3, bf16_paths::split_product),
+        ("eval logits: bf16 matmul, fp32 softcap", 2, bf16_paths::eval_logits),
         ("NCCL, world 1: record #84's first two optimizer steps", 12, nccl::check),
         ("record #84, 1 GPU, one rank's batch", 15, record_step::step_84),
         ("record #1 full shape", 8, record1::check),

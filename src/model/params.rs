@@ -34,6 +34,8 @@ pub enum Role {
     Qkvo,
     /// A gate's matrix ([heads, channels]): NorMuon's moments per row from upstream #48.
     Gate,
+    /// An MLP matrix (c_fc, c_proj): upstream #48's Polar Express splits its last product.
+    Mlp,
     /// The lm_head: upstream #53's untie copies it, with its Adam state, into `LateEmbed`.
     Head,
     /// The input embedding's own table after the untie; Adam leaves it alone until then.
@@ -195,8 +197,13 @@ impl Groups {
             },
             hidden: fp32(Opt::Muon, 1.0, true),
             qkvo: Group { role: Role::Qkvo, storage: matrix_storage, ..fp32(Opt::Muon, 1.0, true) },
-            c_fc: Group { storage: matrix_storage, ..fp32(Opt::Muon, muon_mul(|m| m.c_fc), true) },
+            c_fc: Group {
+                role: Role::Mlp,
+                storage: matrix_storage,
+                ..fp32(Opt::Muon, muon_mul(|m| m.c_fc), true)
+            },
             c_proj: Group {
+                role: Role::Mlp,
                 storage: matrix_storage,
                 ..fp32(Opt::Muon, muon_mul(|m| m.c_proj), true)
             },

@@ -4,7 +4,7 @@
 //! grad of rows [r·n/W, (r+1)·n/W) and keeps Adam state for those rows only; update that shard;
 //! all-gather the shards back into the param. With t this optimizer's step count from 1:
 //! ```text
-//! m ← β1·m + (1−β1)·g,  v ← β2·v + (1−β2)·g²          (state in the param's dtype; fp32 from #56)
+//! m ← β1·m + (1−β1)·g,  v ← β2·v + (1−β2)·g²     (in the param's dtype; bf16 from #32, fp32 from #56)
 //! p ← p·(1 − lr·lr_mul·wd) − lr·lr_mul·(√(1−β2ᵗ)/(1−β1ᵗ))·m/(√v + eps)
 //! ```
 //! Upstream #52 all-reduces the small params (fewer than 1,024 entries: scalars, gates,
@@ -15,7 +15,9 @@
 //! decay applies to the params whose group decays (upstream: all of them), times the group's
 //! `wd_mul` (upstream #55: 5 for the value embeddings, 150 for head and embedding). Each line is computed
 //! in fp32 and rounded once into a low-precision state or param (bf16 embeddings on CUDA), as
-//! upstream's compiled step does; for fp32 params this is the same arithmetic.
+//! upstream's compiled step does; for fp32 params this is the same arithmetic. From upstream #32
+//! the moments are bf16 whatever the param's dtype (`torch.zeros(.., dtype=torch.bfloat16)`);
+//! ours on CUDA, where the matmuls are bf16 too (the CPU lab keeps fp32 moments).
 //!
 //! Upstream #44 launches each param's reduce-scatter from a post-accumulate-grad hook, as soon
 //! as backward has finished its grad (the lm_head's and the last layers' first), so the
@@ -41,6 +43,8 @@ pub struct AdamConfig {
     pub beta2: f64,
     pub eps: f64,
     pub weight_decay: f64,
+    /// Moments in bf16 whatever the param's dtype (upstream #32); else in the param's dtype.
+    pub bf16_state: bool,
     /// Cautious, lr²-coupled weight decay (upstream #50; cautious_adam.rs).
     pub cautious: Option<CautiousMask>,
     /// Moments in fp32 for every param (upstream #56); else in the param's dtype.
@@ -84,8 +88,8 @@ impl DistAdam {
             ensure!(p.tensor.grad().defined(), "dist_adam: {} has no gradient", p.name);
         }
         if self.state.is_empty() {
-            let fp32 = self.cfg.fp32_state;
-            self.state = self.params.iter().map(|p| shard_zeros(&p.tensor, world, fp32)).collect();
+            let cfg = self.cfg;
+            self.state = self.params.iter().map(|p| shard_zeros(&p.tensor, world, &cfg)).collect();
         }
         self.t += 1;
         let eps = self.cfg.eps;
@@ -107,8 +111,8 @@ impl DistAdam {
                         g
                     }
                     false => {
-                        // The shard takes the grad's dtype (NCCL's rule), not the state's: bf16
-                        // grads with fp32 moments from #56 on.
+                        // The shard takes the grad's dtype (NCCL's rule), not the state's: fp32
+                        // grads with bf16 moments from #32, bf16 grads with fp32 ones from #56.
                         let grad = p.tensor.grad();
                         let mut g = Tensor::zeros(m.size(), (grad.kind(), grad.device()));
                         coll.reduce_scatter(&mut g, &grad, Op::Avg).with_context(|| {
@@ -161,7 +165,7 @@ impl DistAdam {
                 wd_mul: if p.group.decay { p.group.wd_mul } else { 0.0 },
                 betas: Some(betas(&self.cfg, p)),
                 eps: Some(self.cfg.eps),
-                state: state_kind(&p.tensor, self.cfg.fp32_state),
+                state: state_kind(&p.tensor, &self.cfg),
                 muon_blocks: String::new(),
             })
             .collect()
@@ -215,13 +219,13 @@ fn is_small(p: &Tensor) -> bool {
 }
 
 /// Zero Adam state for one rank's rows of `p`: [n/W, ...] (all rows when small) on `p`'s
-/// device, in fp32 or `p`'s dtype.
-fn shard_zeros(p: &Tensor, world: i64, fp32: bool) -> (Tensor, Tensor) {
+/// device, in the moments' dtype.
+fn shard_zeros(p: &Tensor, world: i64, cfg: &AdamConfig) -> (Tensor, Tensor) {
     let mut shape = p.size();
     if !is_small(p) {
         shape[0] /= world;
     }
-    let z = || Tensor::zeros(shape.as_slice(), (state_kind(p, fp32), p.device()));
+    let z = || Tensor::zeros(shape.as_slice(), (state_kind(p, cfg), p.device()));
     (z(), z())
 }
 
@@ -230,11 +234,11 @@ fn betas(cfg: &AdamConfig, p: &Param) -> [f64; 2] {
     p.group.betas.unwrap_or([cfg.beta1, cfg.beta2])
 }
 
-/// The moments' dtype: fp32 from upstream #56, else the param's.
-fn state_kind(p: &Tensor, fp32: bool) -> Kind {
-    if fp32 {
-        Kind::Float
-    } else {
-        p.kind()
+/// The moments' dtype: fp32 from upstream #56, bf16 from #32 (on CUDA), else the param's.
+fn state_kind(p: &Tensor, cfg: &AdamConfig) -> Kind {
+    match (cfg.fp32_state, cfg.bf16_state) {
+        (true, _) => Kind::Float,
+        (false, true) => Kind::BFloat16,
+        (false, false) => p.kind(),
     }
 }

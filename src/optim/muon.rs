@@ -9,13 +9,17 @@
 //! all-gathered (record #15) and applied on every rank.
 //!
 //! ```text
-//! buf ← μ·buf + (1−μ)·g          (lerp form, #15; fp32)
+//! buf ← μ·buf + (1−μ)·g          (lerp form, #15; in the param's dtype)
 //! u   ← (1−μ)·g + μ·buf          (Nesterov)
 //! o   ← NS5(u)                   (or Polar Express; then NorMuon's normalize(o, s, β2))
 //! p   ← p·(1 − lr·wd) − lr·lr_mul·max(1, rows/cols)^½·o      (lr includes the schedule)
 //! ```
 //! Weight decay applies to the params whose group decays (upstream: all of them); from upstream
 //! #43 it is cautious and coupled to the lr (src/optim/cautious_wd.rs).
+//!
+//! Precision, as upstream's: the momentum buffer is `zeros_like(grad)`, so a bf16 param (#32's
+//! gates on CUDA) has a bf16 buffer; the update is NS5's output in its kind (bf16 on CUDA)
+//! times the lr in fp32, and a bf16 param takes it in fp32, rounded once when stored.
 //!
 //! Upstream #36 stores each layer's QKVO weight as (768, 3072), the MLP matrices' shape, so that
 //! attention and MLP share one reduce-scatter, and orthogonalizes it viewed as (4, 768, 768):
@@ -29,7 +33,7 @@ use super::param_table::ParamRow;
 use super::{cautious_wd, mantissa, normuon, polar_express};
 use crate::dist::{Collectives, Op};
 use crate::model::params::{Param, Role};
-use crate::recipe::Orthogonalizer;
+use crate::recipe::{Orthogonalizer, SplitProduct};
 use anyhow::{bail, ensure, Context, Result};
 use tch::{Kind, Tensor};
 
@@ -46,6 +50,12 @@ pub struct MuonConfig {
     pub cautious_wd: bool,
     /// NorMuon's moments per gate row (per head), whatever the gate's shape (upstream #48).
     pub gate_rows: bool,
+    /// Which matrices' Polar Express splits its last product (upstream #48).
+    pub split_product: Option<SplitProduct>,
+    /// bf16 params keep the low half of their fp32 value, and the momentum and second moment
+    /// are fp32 (upstream #57's bf16 block matrices); else a bf16 param (#32's gates) is stored
+    /// rounded and its state is bf16.
+    pub mantissa: bool,
     /// A QKVO weight's shape factor is its C x C matrices' (upstream #61).
     pub qkvo_square: bool,
     /// Q and K orthogonalized in blocks of this many rows, a head pair's (upstream #80).
@@ -59,9 +69,10 @@ pub struct Muon {
     /// Indices into `params`, one list per distinct shape, in first-appearance order.
     groups: Vec<Vec<usize>>,
     cfg: MuonConfig,
-    /// Momentum buffer (fp32, param shape) of each param this rank owns; `None` elsewhere.
+    /// Momentum buffer (param shape and dtype) of each param this rank owns; `None` elsewhere.
     bufs: Vec<Option<Tensor>>,
-    /// NorMuon's second moment (fp32, [.., 1, cols]) of each param this rank owns.
+    /// NorMuon's second moment ([.., 1, cols], the momentum's dtype) of each param this rank
+    /// owns.
     seconds: Vec<Option<Tensor>>,
     /// V and O's, when Q and K go by head pairs (upstream #80).
     seconds_vo: Vec<Option<Tensor>>,
@@ -88,7 +99,8 @@ impl Muon {
             .iter()
             .map(|p| {
                 let t = &p.tensor;
-                (t.kind() == Kind::BFloat16).then(|| t.zeros_like().to_kind(Kind::Int16))
+                let keep = cfg.mantissa && t.kind() == Kind::BFloat16;
+                keep.then(|| t.zeros_like().to_kind(Kind::Int16))
             })
             .collect();
         Ok(Muon { params, groups, cfg, bufs, seconds, seconds_vo, mantissas })
@@ -134,9 +146,10 @@ impl Muon {
                         .context("muon: reduce_scatter of grads")?;
                     let update = match chunk.get(rank) {
                         Some(&i) => self.update(i, &g, (lr, shape_factor), momentum),
-                        None => Tensor::zeros(shape.as_slice(), (kind, device)),
+                        None => Tensor::zeros(shape.as_slice(), (Kind::Float, device)),
                     };
-                    let mut updates = Tensor::zeros(stacked_shape.as_slice(), (kind, device));
+                    let mut updates =
+                        Tensor::zeros(stacked_shape.as_slice(), (Kind::Float, device));
                     coll.all_gather(&mut updates, &update)
                         .context("muon: all_gather of updates")?;
                     // Upstream decays and updates on the owning rank and all-gathers the params;
@@ -163,8 +176,9 @@ impl Muon {
         Ok(())
     }
 
-    /// Param `i`'s momentum step and orthogonalized update from its averaged grad `g`, scaled
-    /// by lr (schedule included), the param's multiplier and the shape factor; param kind.
+    /// Param `i`'s momentum step and orthogonalized update from its averaged grad `g` (the
+    /// param's dtype), scaled by lr (schedule included), the param's multiplier and the shape
+    /// factor; fp32.
     fn update(
         &mut self,
         i: usize,
@@ -172,7 +186,8 @@ impl Muon {
         (lr, shape_factor): (f64, f64),
         momentum: f64,
     ) -> Tensor {
-        let g = g.to_kind(Kind::Float);
+        // Upstream #57's momentum is fp32 (`zeros_like(.., dtype=torch.float32)`).
+        let g = g.to_kind(self.state_kind(i));
         let buf = self.bufs[i].get_or_insert_with(|| g.zeros_like());
         let _ = buf.lerp_(&g, 1.0 - momentum);
         let u = g.lerp(buf, momentum);
@@ -187,33 +202,60 @@ impl Muon {
         let o = if done.len() == 1 { done.swap_remove(0) } else { Tensor::cat(&done, 0) };
         let o = o.reshape(shape.as_slice());
         let eff_lr = lr * self.params[i].group.lr_mul * shape_factor;
-        o.to_kind(self.params[i].tensor.kind()) * eff_lr
+        o.to_kind(Kind::Float) * eff_lr
+    }
+
+    /// The dtype of param `i`'s momentum and second moment: fp32 with #57's mantissas, else the
+    /// param's (upstream's `zeros_like`: bf16 for #32's gates on CUDA).
+    fn state_kind(&self, i: usize) -> Kind {
+        match self.cfg.mantissa {
+            true => Kind::Float,
+            false => self.params[i].tensor.kind(),
+        }
+    }
+
+    /// Whether param `i`'s Polar Express, on matrices of `view` ([.., rows, cols]), splits its
+    /// last product: the MLP's (upstream #48), or any of more than 1,024 rows (#61).
+    fn split(&self, i: usize, view: &[i64]) -> bool {
+        match self.cfg.split_product {
+            Some(SplitProduct::Mlp) => self.params[i].group.role == Role::Mlp,
+            Some(SplitProduct::Large) => view[view.len() - 2] > 1024,
+            None => false,
+        }
     }
 
     /// `u` ([.., rows, cols]) orthogonalized, then normalized by NorMuon over `dim` with
     /// param i's second moment number k (two from upstream #80: Q/K's and V/O's); fp32.
     fn orthogonalized(&mut self, u: &Tensor, (i, k): (usize, usize), dim: i64) -> Tensor {
+        let split = self.split(i, &u.size());
         let o = match self.cfg.orthogonalizer {
             Orthogonalizer::NewtonSchulz => orthogonalize(u, self.cfg.ns_steps, self.cfg.kind),
-            Orthogonalizer::PolarExpress => polar_express::orthogonalize(u, self.cfg.kind),
+            Orthogonalizer::PolarExpress => polar_express::orthogonalize(u, self.cfg.kind, split),
         };
         let Some(beta2) = self.cfg.beta2 else { return o };
         let view = o.size();
+        // Upstream #42's moment is `zeros_like` the update: a bf16 gate's is bf16 (#41: fp32);
+        // #57's is fp32 again, as its momentum.
+        let kind = self.state_kind(i);
         let seconds = if k == 0 { &mut self.seconds } else { &mut self.seconds_vo };
-        let s = seconds[i]
-            .get_or_insert_with(|| normuon::second_moment(&view, dim).to_device(o.device()));
+        let s = seconds[i].get_or_insert_with(|| {
+            normuon::second_moment(&view, dim).to_device(o.device()).to_kind(kind)
+        });
         normuon::normalize(&o, s, beta2, dim)
     }
 
-    /// Decays param `i` (when its group decays) and subtracts `update`; a bf16 param with its
-    /// mantissa, in fp32 (upstream #57).
+    /// Decays param `i` (when its group decays) and subtracts `update` (fp32), in fp32: a bf16
+    /// param with its mantissa (upstream #57), or rounded once when stored (#32's gates).
     fn apply(&self, i: usize, lr: f64, update: &Tensor) -> Result<()> {
         let param = &self.params[i];
         let Some(lo) = &self.mantissas[i] else {
-            return self.decay_and_update(i, lr, &mut param.tensor.shallow_clone(), update);
+            let mut p = param.tensor.to_kind(Kind::Float);
+            self.decay_and_update(i, lr, &mut p, update)?;
+            param.tensor.shallow_clone().f_copy_(&p)?;
+            return Ok(());
         };
         let mut p32 = mantissa::join(&param.tensor, lo);
-        self.decay_and_update(i, lr, &mut p32, &update.to_kind(Kind::Float))?;
+        self.decay_and_update(i, lr, &mut p32, update)?;
         let (hi, low) = mantissa::split(&p32);
         param.tensor.shallow_clone().f_copy_(&hi)?;
         lo.shallow_clone().f_copy_(&low)?;
@@ -361,7 +403,7 @@ impl Muon {
                 wd_mul: if p.group.decay { 1.0 } else { 0.0 },
                 betas: None,
                 eps: None,
-                state: Kind::Float,
+                state: self.state_kind(i),
                 muon_blocks: pieces(i),
             })
             .collect()

@@ -15,16 +15,19 @@ pub const NS5: (f64, f64, f64) = (3.4445, -4.7750, 2.0315);
 ///
 /// Panics if `g` has fewer than 2 dims (Muon checks its params when it is built).
 pub fn orthogonalize(g: &Tensor, steps: usize, kind: Kind) -> Tensor {
-    odd_quintics(g, kind, (1.0, 1e-7), &vec![NS5; steps])
+    odd_quintics(g, kind, (1.0, 1e-7), &vec![NS5; steps], false)
 }
 
 /// The iteration Newton–Schulz and Polar Express share: X = g / (‖g‖_F·cushion + eps) per
-/// matrix, then for each (a, b, c): A = X·Xᵀ, X ← a·X + (b·A + c·A·A)·X. In `kind`.
+/// matrix, then for each (a, b, c): A = X·Xᵀ, X ← a·X + (b·A + c·A·A)·X. In `kind`; with
+/// `split`, B·X is a product of its own, rounded to `kind`, and a·X is added in fp32 (upstream
+/// #48's bmm + add for the MLP) instead of baddbmm's one rounding.
 pub fn odd_quintics(
     g: &Tensor,
     kind: Kind,
     (cushion, eps): (f64, f64),
     coeffs: &[(f64, f64, f64)],
+    split: bool,
 ) -> Tensor {
     let shape = g.size();
     assert!(shape.len() >= 2, "orthogonalize needs [..., rows, cols], got {shape:?}");
@@ -41,7 +44,12 @@ pub fn odd_quintics(
     for &(a, b, c) in coeffs {
         let gram = x.matmul(&x.transpose(-2, -1)); // A = X·Xᵀ   [B, m, m]
         let poly = gram.baddbmm(&gram, &gram, b, c); // b·A + c·A·A
-        x = x.baddbmm(&poly, &x, a, 1.0); // a·X + B·X
+        x = match split {
+            true => {
+                (poly.matmul(&x).to_kind(Kind::Float) + x.to_kind(Kind::Float) * a).to_kind(kind)
+            }
+            false => x.baddbmm(&poly, &x, a, 1.0), // a·X + B·X
+        };
     }
     if tall {
         x = x.transpose(-2, -1);

@@ -35,12 +35,15 @@ pub fn second_moment(shape: &[i64], dim: i64) -> Tensor {
 }
 
 /// Normalizes the orthogonalized update `v` ([.., rows, cols]) over `dim` with the running
-/// second moment `s` (updated in place, fp32); returns fp32.
+/// second moment `s` (updated in place, in its own dtype: the parameter's from upstream #42, so
+/// bf16 for a bf16 gate on CUDA); returns `v`'s kind, as upstream scales Polar Express's output
+/// in place (bf16 on CUDA).
 pub fn normalize(v: &Tensor, s: &mut Tensor, beta2: f64, dim: i64) -> Tensor {
+    let kind = v.kind();
     let v = v.to_kind(Kind::Float);
     let mean_sq = v.square().mean_dim(dim, true, Kind::Float);
-    let _ = s.lerp_(&mean_sq, 1.0 - beta2);
+    let _ = s.lerp_(&mean_sq.to_kind(s.kind()), 1.0 - beta2);
     let scaled = &v * s.clamp_min(1e-10).rsqrt();
     let frob = |t: &Tensor| t.norm_scalaropt_dim(2, [-2, -1], true);
-    &scaled * (frob(&v) / frob(&scaled).clamp_min(1e-10))
+    (&scaled * (frob(&v) / frob(&scaled).clamp_min(1e-10))).to_kind(kind)
 }

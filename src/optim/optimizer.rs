@@ -64,6 +64,7 @@ impl Optimizer {
             beta2: r.beta2,
             eps: r.eps,
             weight_decay: r.weight_decay,
+            bf16_state: r.bf16_adam_state && compute == Kind::BFloat16,
             cautious: r.adam_cautious_wd,
             fp32_state: r.adam_fp32_state,
         };
@@ -85,6 +86,8 @@ impl Optimizer {
             beta2: m.beta2,
             cautious_wd: m.cautious_wd,
             gate_rows: m.gate_rows,
+            split_product: m.split_product,
+            mantissa: r.bf16_matrices,
             qkvo_square: m.qkvo_square,
             qk_block: m.qk_head_pairs.then_some(2 * (r.n_embd / r.n_head) as i64),
             kind: compute,

@@ -23,9 +23,10 @@ pub const COEFFS: [(f64, f64, f64); 5] = [
 ];
 
 /// Orthogonalizes each matrix of `g` ([..., rows, cols], batched over leading dims), computing
-/// in `kind` (bf16 on CUDA, fp32 on CPU). Returns `kind`.
+/// in `kind` (bf16 on CUDA, fp32 on CPU), the last product on its own when `split` (upstream
+/// #48; see `odd_quintics`). Returns `kind`.
 ///
 /// Panics if `g` has fewer than 2 dims (Muon checks its params when it is built).
-pub fn orthogonalize(g: &Tensor, kind: Kind) -> Tensor {
-    odd_quintics(g, kind, (1.02, 1e-6), &COEFFS)
+pub fn orthogonalize(g: &Tensor, kind: Kind, split: bool) -> Tensor {
+    odd_quintics(g, kind, (1.02, 1e-6), &COEFFS, split)
 }

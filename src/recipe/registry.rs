@@ -104,6 +104,7 @@ pub const REGISTRY: &[Technique] = &[
     technique("x0_lambdas_apart", &[52], &["x0_lambdas"]),
     technique("bf16_rotary", &[32], &["rotary"]),
     technique("bf16_linears", &[32], &[]),
+    technique("bf16_adam_state", &[32], &["muon"]),
     Technique { lab: Lab::Layers, ..technique("value_embed_layers", &[14, 15, 17], MODERN) },
     Technique {
         lab: Lab::Layers,

@@ -167,6 +167,11 @@ pub struct Muon {
     /// orientation; before, their shape made them per column).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub gate_rows: bool,
+    /// Which matrices' Polar Express takes its last product B·X on its own and then adds a·X,
+    /// two kernels for baddbmm's one (upstream #48, for speed): the same sum, but in bf16 the
+    /// product is rounded before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split_product: Option<SplitProduct>,
     /// A QKVO weight's lr factor √max(1, rows/cols) from one of its C x C matrices (1), not
     /// from the tall [4C, C] (2): upstream #61's unified optimizer takes it from the chunk it
     /// orthogonalizes, which halves the attention's lr and decay.
@@ -179,6 +184,17 @@ pub struct Muon {
     /// How the update is orthogonalized: Newton–Schulz (#3) or Polar Express (#38).
     #[serde(default, skip_serializing_if = "Orthogonalizer::is_newton_schulz")]
     pub orthogonalizer: Orthogonalizer,
+}
+
+/// The matrices of [`Muon::split_product`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SplitProduct {
+    /// The MLP's c_fc and c_proj (upstream #48's `label == 'mlp'`).
+    Mlp,
+    /// Matrices of more than 1,024 rows as stored (upstream #61's `is_large_matrix`): at full
+    /// size the MLP's (3,072 x 768) again, at lab size none.
+    Large,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
