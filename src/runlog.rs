@@ -1,6 +1,7 @@
 //! The run's outputs: upstream-format lines on stdout and in train.log, metrics.jsonl and
 //! summary.json (written atomically at the end).
 use anyhow::{Context, Result};
+use corpus::fs::write_atomic;
 use serde::Serialize;
 use std::fs::File;
 use std::io::Write;
@@ -93,12 +94,4 @@ impl RunLog {
         }
         Ok(())
     }
-}
-
-/// Temp file in the same folder, then rename: readers never see half a file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
 }

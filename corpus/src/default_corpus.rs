@@ -124,7 +124,7 @@ pub fn build(
         .map_err(|error| CorpusError::Json { path: stats_path.clone(), error })?;
     json.push(b'\n');
     // Written last: its presence vouches for the shards next to it.
-    shard::write_atomic(&stats_path, &json).map_err(io(&stats_path))?;
+    crate::fs::write_atomic(&stats_path, &json).map_err(io(&stats_path))?;
     Ok(stats)
 }
 

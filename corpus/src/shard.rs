@@ -2,7 +2,6 @@
 //! little-endian header `[20240520, 1, ntok, 0...]` followed by `ntok` u16 little-endian tokens.
 use memmap2::Mmap;
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// `header[0]`: GPT-2 tokens stored as u16.
@@ -158,26 +157,7 @@ pub fn write_shard(path: &Path, tokens: &[u16]) -> Result<(), ShardError> {
     for t in tokens {
         bytes.extend_from_slice(&t.to_le_bytes());
     }
-    write_atomic(path, &bytes).map_err(io_err(path))
-}
-
-/// Writes `bytes` to `path` via a temp file in the same directory and a rename.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    // Temp files are created 0600; results are ordinary files everyone may read.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    }
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    crate::fs::write_atomic(path, &bytes).map_err(io_err(path))
 }
 
 /// The shards of one split in `dir`: files named `*_{split}_*.bin`, sorted by name.

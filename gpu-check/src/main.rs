@@ -171,14 +171,14 @@ fn run(args: &Args) -> anyhow::Result<bool> {
         }
         rows.extend(new);
         if let Some(out) = &args.out {
-            table::write_atomically(out, &table::render(&rows))?;
+            corpus::fs::write_atomic(out, table::render(&rows).as_bytes())?;
         }
     }
     rows.push(Row::new("total time", format!("{:.1} s", start.elapsed().as_secs_f64()), ""));
     let text = table::render(&rows);
     print!("{text}");
     if let Some(out) = &args.out {
-        table::write_atomically(out, &text)?;
+        corpus::fs::write_atomic(out, text.as_bytes())?;
     }
     Ok(rows.iter().all(|r| r.status.passed()))
 }

@@ -1,6 +1,4 @@
 //! The one table: a row per measurement, each with the status that decides the exit code.
-use anyhow::{Context, Result};
-use std::path::Path;
 
 /// What a row says about its check. The table renders it inside the result cell, so the columns
 /// stay `check | result | reference / notes`.
@@ -91,12 +89,6 @@ pub fn render(rows: &[Row]) -> String {
     out
 }
 
-pub fn write_atomically(path: &Path, text: &str) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,17 +123,5 @@ mod tests {
         assert_eq!(passed, [true, true, false, false, false]);
         assert_eq!(Status::judge(true), Status::Ok);
         assert_eq!(Status::judge(false), Status::Fail);
-    }
-
-    #[test]
-    fn writes_the_table_atomically() {
-        let dir = std::env::temp_dir().join(format!("gpu-check-table-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("gpu-check.md");
-        write_atomically(&path, "first").unwrap();
-        write_atomically(&path, "second").unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "second");
-        assert!(!path.with_extension("tmp").exists());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

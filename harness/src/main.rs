@@ -45,7 +45,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    records::pager::die_quietly_on_closed_pipe();
+    records::present::pager::die_quietly_on_closed_pipe();
     let cli = Cli::parse();
     records::logging::init(cli.verbose);
     let paged = matches!(
@@ -66,11 +66,11 @@ fn main() -> ExitCode {
             })
     );
     if builds {
-        if let Err(e) = records::signals::install() {
+        if let Err(e) = records::run::signals::install() {
             tracing::warn!("records: warning: cannot handle SIGINT/SIGTERM ({e}); an interrupted run may leave temporaries");
         }
     }
-    let pager = records::pager::start(paged && !cli.no_pager);
+    let pager = records::present::pager::start(paged && !cli.no_pager);
     let result = match cli.command {
         Command::List(a) => cmd::list::run(a),
         Command::Show(a) => cmd::show::run(a),
@@ -85,11 +85,11 @@ fn main() -> ExitCode {
         Command::Site(a) => cmd::site::run(a),
     };
     drop(pager);
-    records::signals::wait_if_stopping();
+    records::run::signals::wait_if_stopping();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("records: error: {}", records::report::chain(&e));
+            tracing::error!("records: error: {}", records::present::report::chain(&e));
             ExitCode::FAILURE
         }
     }

@@ -38,7 +38,7 @@ fn list_and_show_read_the_manifests() {
     assert!(row(&text, " 29").contains("not replayed"), "{text}");
 
     // A lab replay here shows its verdict on the record's row.
-    let log = records::runlog::parse("step:250/250 val_loss:1.8096 train_time:207000ms\n");
+    let log = records::verdict::runlog::parse("step:250/250 val_loss:1.8096 train_time:207000ms\n");
     let v = records::verdict::Verdict::new(&[log], 1.8096, 163.9, 250).unwrap().at_lab_scale();
     let dir = root.path().join("results/29/20261201-000000-1-lab");
     std::fs::create_dir_all(&dir).unwrap();
@@ -47,7 +47,7 @@ fn list_and_show_read_the_manifests() {
     assert!(row(&text, " 29").contains("1.8096 reached 1.8096"), "{text}");
     // A newer shortened run (`--steps 5`) is not the record's result; alone, it says so.
     let smoke = |n: &str| {
-        let log = records::runlog::parse("step:5/5 val_loss:3.5186 train_time:9000ms\n");
+        let log = records::verdict::runlog::parse("step:5/5 val_loss:3.5186 train_time:9000ms\n");
         let v = records::verdict::Verdict::new(&[log], 1.8096, 163.9, 5).unwrap().at_lab_scale();
         let dir = root.path().join(format!("results/{n}/20261202-000000-2-lab"));
         std::fs::create_dir_all(&dir).unwrap();

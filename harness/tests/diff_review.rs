@@ -149,7 +149,7 @@ fn review_text_reads_like_a_pull_request() {
     assert!(text.contains("no replay results yet; run `records replay 29`"), "{text}");
 
     // This machine's replays appear once they exist.
-    let log = records::runlog::parse(
+    let log = records::verdict::runlog::parse(
         "step:100/100 val_loss:3.2791 train_time:12500ms step_avg:125.00ms\n",
     );
     let verdict = records::verdict::Verdict::new(&[log], 3.28, 150.0, 100).unwrap().at_lab_scale();
@@ -207,7 +207,7 @@ fn diff_puts_the_facts_side_by_side() {
     // Both replayed: the lab rows come from each record's replay over its whole lab budget,
     // not from a newer `--steps` smoke run.
     let verdict = |line: &str, steps| {
-        let log = records::runlog::parse(&format!("{line}\n"));
+        let log = records::verdict::runlog::parse(&format!("{line}\n"));
         let v = records::verdict::Verdict::new(&[log], 3.28, 150.0, steps).unwrap();
         serde_json::to_string(&v.at_lab_scale()).unwrap()
     };

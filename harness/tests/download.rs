@@ -1,6 +1,6 @@
 //! The FineWeb downloader against real HTTP servers on loopback: a tiny_http "hub" that
 //! redirects to a "CDN" with Range support, and a raw TCP server that breaks a download midway.
-use records::download::{download_fineweb, file_url, DownloadOptions};
+use records::data::download::{download_fineweb, file_url, DownloadOptions};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -86,7 +86,7 @@ impl Hub {
             endpoint: Some(self.endpoint.clone()),
             pinned_sha256: Vec::new(),
             no_proxy: true,
-            timeout: records::download::DEFAULT_TIMEOUT,
+            timeout: records::data::download::DEFAULT_TIMEOUT,
         }
     }
 }
@@ -370,7 +370,7 @@ fn a_broken_connection_keeps_the_part_and_the_next_call_resumes() {
         endpoint: Some(endpoint),
         pinned_sha256: vec![(VAL.to_string(), sha256(&data))],
         no_proxy: true,
-        timeout: records::download::DEFAULT_TIMEOUT,
+        timeout: records::data::download::DEFAULT_TIMEOUT,
     };
     let err = format!("{:#}", download_fineweb(&opts).unwrap_err());
     assert!(err.contains("rerun to resume"), "{err}");

@@ -1,5 +1,5 @@
 //! The rank launcher against real processes (`sh -c` scripts standing in for `train`).
-use records::launch::{launch, ExitInfo, LaunchError, LaunchOpts, Line, Stream};
+use records::run::launch::{launch, ExitInfo, LaunchError, LaunchOpts, Line, Stream};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::net::TcpListener;

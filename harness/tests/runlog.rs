@@ -1,7 +1,7 @@
 //! Run-log parsing on excerpts written from the documented formats of every era, and the verdict
 //! built from them.
-use records::runlog::{self, RunLog};
-use records::table::Format;
+use records::present::table::Format;
+use records::verdict::runlog::{self, RunLog};
 use records::verdict::Verdict;
 
 const LLMC: &str = "\

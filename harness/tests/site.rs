@@ -1,7 +1,8 @@
 //! `records site`: the pages written for the real checkout, read back as HTML, and rendered by
 //! a real browser (Debian's chromium, headless) where one is installed.
 use records::catalog::{Catalog, Manifest};
-use records::{runlog, verdict::Verdict};
+use records::verdict::runlog;
+use records::verdict::Verdict;
 use scraper::{ElementRef, Html, Selector};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! process must wait for it, or with --no-lock run beside it, both sides then saying that their
 //! times are not comparable. The real `records replay` and `records bench` show it in the verdict
 //! and in bench.json.
-use records::timing_lock::TimingLock;
+use records::run::timing_lock::TimingLock;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -20,7 +20,7 @@ fn helper_process() {
     // As the CLI does: its messages go through tracing to stderr.
     records::logging::init(false);
     if role == "builder" {
-        let _mark = records::timing_lock::building().unwrap();
+        let _mark = records::run::timing_lock::building().unwrap();
         std::fs::write(dir.join(format!("{role}.ready")), "").unwrap();
         wait_for(&dir.join(format!("{role}.go")), Duration::from_secs(120));
         std::fs::write(dir.join(format!("{role}.verdict")), "built").unwrap();

@@ -20,8 +20,9 @@ pub fn orthogonalize(g: &Tensor, steps: usize, kind: Kind) -> Tensor {
 
 /// The iteration Newton–Schulz and Polar Express share: X = g / (‖g‖_F·cushion + eps) per
 /// matrix, then for each (a, b, c): A = X·Xᵀ, X ← a·X + (b·A + c·A·A)·X. In `kind`; with
-/// `split`, B·X is a product of its own, rounded to `kind`, and a·X is added in fp32 (upstream
-/// #48's bmm + add for the MLP) instead of baddbmm's one rounding.
+/// `split` and bf16, B·X is a product of its own, rounded to bf16, and a·X is added in fp32
+/// (upstream #48's bmm + add for the MLP) instead of baddbmm's one rounding. In fp32 the two are
+/// the same sum, so the CPU lab keeps baddbmm's.
 pub fn odd_quintics(
     g: &Tensor,
     kind: Kind,
@@ -44,7 +45,7 @@ pub fn odd_quintics(
     for &(a, b, c) in coeffs {
         let gram = x.matmul(&x.transpose(-2, -1)); // A = X·Xᵀ   [B, m, m]
         let poly = gram.baddbmm(&gram, &gram, b, c); // b·A + c·A·A
-        x = match split {
+        x = match split && kind == Kind::BFloat16 {
             true => {
                 (poly.matmul(&x).to_kind(Kind::Float) + x.to_kind(Kind::Float) * a).to_kind(kind)
             }

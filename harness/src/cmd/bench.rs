@@ -3,13 +3,14 @@
 //! table on stdout and `results/bench/<run id>/bench.json`.
 use super::replay::ScaleArg;
 use anyhow::{Context, Result};
-use records::bench::{self, Bench, Samples, Setup};
 use records::catalog::{Catalog, Manifest};
-use records::launch::{launch, LaunchOpts, Stream};
-use records::replay::{build_trainer, PendingResults};
-use records::timing_lock::TimingLock;
-use records::{paths, runlog, series};
-use std::ffi::OsString;
+use records::run::bench::{self, Bench, Samples, Setup};
+use records::run::launch::{launch, LaunchOpts, Stream};
+use records::run::replay::PendingResults;
+use records::run::timing_lock::TimingLock;
+use records::run::trainer_cmd::Trainer;
+use records::verdict::runlog;
+use records::{paths, series};
 
 /// Time one rank's training step of each record, interleaved round by round.
 #[derive(clap::Args)]
@@ -64,7 +65,7 @@ pub fn run(args: Args) -> Result<()> {
     let scale = if lab { "lab" } else { "full" };
     let data = args.places.data(&root, lab)?;
     for m in &chosen {
-        records::corpora::check_shards_for(m, lab, &data)?;
+        records::data::corpora::check_shards_for(m, lab, &data)?;
     }
     let mut trainers = Vec::new();
     for m in &chosen {
@@ -72,11 +73,7 @@ pub fn run(args: Args) -> Result<()> {
         args.at
             .window(m.budget(lab), args.warmup, args.steps)
             .with_context(|| format!("record #{n}"))?;
-        let dir = series::materialize(&root, n)?;
-        let tree = std::fs::read_to_string(dir.join(series::tree::MARKER))?.trim().to_string();
-        tracing::info!("records: building the trainer of #{n} ...");
-        let bin = build_trainer(&root, &dir, false, args.cuda)?;
-        trainers.push((*m, dir, tree, bin));
+        trainers.push((*m, Trainer::build(&root, n, false, args.cuda)?));
     }
 
     let results = args.places.results(&root);
@@ -88,13 +85,13 @@ pub fn run(args: Args) -> Result<()> {
     let timing = TimingLock::acquire(args.places.no_lock)?;
     let mut samples: Vec<Samples> = trainers
         .iter()
-        .map(|(m, _, tree, _)| {
+        .map(|(m, t)| {
             let budget = m.budget(lab);
             Samples {
                 record: m.record.number,
                 title: m.record.title.clone(),
                 parent: m.record.parent,
-                tree: tree.clone(),
+                tree: t.tree_id.clone(),
                 rounds: Vec::new(),
                 tokens: 0,
                 window: args.at.window(budget, args.warmup, args.steps).expect("checked above"),
@@ -106,24 +103,13 @@ pub fn run(args: Args) -> Result<()> {
         .collect();
     let mut device = String::new();
     for round in 1..=args.rounds {
-        for ((m, dir, tree, bin), s) in trainers.iter().zip(&mut samples) {
+        for ((m, t), s) in trainers.iter().zip(&mut samples) {
             let n = m.record.number;
             let out = pending.dir().join(format!("round-{round}-{n:02}"));
-            let mut a: Vec<OsString> = vec!["--manifest".into(), m.path.clone().into()];
-            a.extend(["--scale".into(), scale.into(), "--data".into(), data.clone().into()]);
             // The record's own budget and schedule, stopped after the window.
-            a.extend([
-                "--out".into(),
-                out.clone().into(),
-                "--stop-after".into(),
-                s.window.stop.to_string().into(),
-            ]);
-            a.extend(["--header".into(), format!("bench=round {round}/{}", args.rounds).into()]);
-            a.extend(["--header".into(), format!("tree={tree} ({})", dir.display()).into()]);
-            if !args.cuda {
-                a.push("--cpu".into());
-            }
-            launch(bin, &a, 1, &LaunchOpts::default(), |line| {
+            let cmd = t.cmd(m, scale, &data, &out, args.cuda).stop_after(s.window.stop);
+            let cmd = cmd.header(format!("bench=round {round}/{}", args.rounds));
+            launch(&t.bin, cmd.args(), 1, &LaunchOpts::default(), |line| {
                 if line.stream == Stream::Stderr {
                     tracing::info!("[#{n}] {}", line.text);
                 }
@@ -137,7 +123,7 @@ pub fn run(args: Args) -> Result<()> {
             tracing::info!(
                 "records: round {round}/{}: #{n} {:.1} ms/step (median of {})",
                 args.rounds,
-                records::stats::median(&times).unwrap_or(f64::NAN),
+                records::verdict::stats::median(&times).unwrap_or(f64::NAN),
                 times.len()
             );
             s.rounds.push(times);
@@ -153,7 +139,7 @@ pub fn run(args: Args) -> Result<()> {
         date_utc: date,
         scale: scale.to_string(),
         device,
-        cpu: records::lab_target::this_cpu(),
+        cpu: records::run::lab_target::this_cpu(),
         rounds: args.rounds,
         warmup_steps: args.warmup,
         timed_steps: args.steps,
@@ -164,7 +150,7 @@ pub fn run(args: Args) -> Result<()> {
     bench.time_not_comparable = not_comparable;
     print!("{}", bench.render());
     let json = serde_json::to_string_pretty(&bench)?;
-    records::series::export::write_atomic(&pending.dir().join("bench.json"), json.as_bytes())?;
+    corpus::fs::write_atomic(&pending.dir().join("bench.json"), json.as_bytes())?;
     let dest = pending.commit()?;
     println!("results: {}", dest.join("bench.json").display());
     Ok(())

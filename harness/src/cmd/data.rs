@@ -3,7 +3,8 @@ use anyhow::{bail, Context, Result};
 use corpus::default_corpus;
 use corpus::shard::{self, Shard};
 use corpus::tokenizer::Tokenizer;
-use records::{corpora, paths};
+use records::data::corpora;
+use records::paths;
 use std::path::PathBuf;
 
 /// Corpora: the default corpus, FineWeb shards, tokenizing text.
@@ -86,7 +87,7 @@ pub struct InfoArgs {
 #[derive(clap::Args)]
 pub struct FinewebArgs {
     /// Train shards to fetch (100M tokens each, 1..=103); the val shard always comes too.
-    #[arg(long, default_value_t = records::download::DEFAULT_TRAIN_SHARDS, value_parser = clap::value_parser!(u32).range(1..=103))]
+    #[arg(long, default_value_t = records::data::download::DEFAULT_TRAIN_SHARDS, value_parser = clap::value_parser!(u32).range(1..=103))]
     pub train_shards: u32,
     /// Destination folder [default: <repo>/data/fineweb10B].
     #[arg(long)]
@@ -95,7 +96,7 @@ pub struct FinewebArgs {
     #[arg(long)]
     pub endpoint: Option<String>,
     /// Seconds to wait for a silent server before giving up (rerun to resume).
-    #[arg(long, default_value_t = records::download::DEFAULT_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = records::data::download::DEFAULT_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
 }
 
@@ -204,7 +205,7 @@ fn info(args: InfoArgs) -> Result<()> {
 }
 
 fn fineweb(args: FinewebArgs) -> Result<()> {
-    use records::download::{self, DownloadOptions};
+    use records::data::download::{self, DownloadOptions};
     let dest = match args.dest {
         Some(d) => d,
         None => download::default_dest(&paths::repo_root()?),

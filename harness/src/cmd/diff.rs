@@ -1,8 +1,9 @@
 //! `records diff A B`: the commits between two records, their recipe diff and their code diff.
 use records::catalog::Catalog;
-use records::diff::{self, Paint, Parts};
-use records::plot::{self, Chart, XAxis};
-use records::{paths, replays};
+use records::paths;
+use records::present::diff::{self, Paint, Parts};
+use records::present::plot::{self, Chart, XAxis};
+use records::run::replays;
 use std::io::IsTerminal;
 
 /// What changed between two records (either order): the commits between them, the recipe and
@@ -42,8 +43,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let results = paths::results_dir(&root);
     let (ra, rb) = (replays::lab_result_in(&results, ma)?, replays::lab_result_in(&results, mb)?);
     if let (Some(ra), Some(rb)) = (ra, rb) {
-        let cpu = records::lab_target::this_cpu();
-        let target = records::lab_target::Target::of(&catalog, &results, args.b, &cpu);
+        let cpu = records::run::lab_target::this_cpu();
+        let target = records::run::lab_target::Target::of(&catalog, &results, args.b, &cpu);
         let target = target.ok().map(|t| t.val_loss);
         let lab = plot::lab_pair([(args.a, &ra), (args.b, &rb)], target);
         plot::term::print(lab.as_slice(), !args.no_plot);

@@ -1,5 +1,6 @@
 //! `records list`: the records, one line each.
-use records::{paths, replays};
+use records::paths;
+use records::run::replays;
 
 /// List the records with upstream's PR, date, official time and steps, and this machine's lab
 /// result of each (its newest replay over its whole lab budget).

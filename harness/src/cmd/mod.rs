@@ -47,9 +47,9 @@ impl RunPlaces {
             (Some(d), _) => d.clone(),
             (None, true) => {
                 let byte = corpus::tokenizer::Tokenizer::byte();
-                records::corpora::ensure_default(root, &byte)?.0
+                records::data::corpora::ensure_default(root, &byte)?.0
             }
-            (None, false) => records::download::default_dest(root),
+            (None, false) => records::data::download::default_dest(root),
         })
     }
 
@@ -69,11 +69,11 @@ pub enum FormatArg {
     Md,
 }
 
-impl From<FormatArg> for records::table::Format {
+impl From<FormatArg> for records::present::table::Format {
     fn from(f: FormatArg) -> Self {
         match f {
-            FormatArg::Text => records::table::Format::Text,
-            FormatArg::Md => records::table::Format::Markdown,
+            FormatArg::Text => records::present::table::Format::Text,
+            FormatArg::Md => records::present::table::Format::Markdown,
         }
     }
 }

@@ -5,15 +5,17 @@ use super::replay::ScaleArg;
 use super::FormatArg;
 use anyhow::{Context, Result};
 use records::catalog::Manifest;
-use records::launch::{launch, LaunchOpts, Stream};
 use records::logging::step;
 use records::profile::render::{self, Profiled};
 use records::profile::{self as trace, StageTable};
-use records::replay::{build_trainer, PendingResults};
-use records::timing_lock::TimingLock;
-use records::{bench, paths, runlog, series};
+use records::run::bench;
+use records::run::launch::{launch, LaunchOpts, Stream};
+use records::run::replay::PendingResults;
+use records::run::timing_lock::TimingLock;
+use records::run::trainer_cmd::Trainer;
+use records::verdict::runlog;
+use records::{paths, series};
 use serde::Serialize;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use tracing::info;
 
@@ -92,16 +94,12 @@ pub fn run(args: Args) -> Result<()> {
     }
     let data = args.places.data(&root, lab)?;
     for m in &chosen {
-        records::corpora::check_shards_for(m, lab, &data)?;
+        records::data::corpora::check_shards_for(m, lab, &data)?;
     }
     let mut trainers = Vec::new();
     for m in &chosen {
         let n = m.record.number;
-        let dir = step("materialize", n, || series::materialize(&root, n))?;
-        let tree = std::fs::read_to_string(dir.join(series::tree::MARKER))?.trim().to_string();
-        info!("records: building the trainer of #{n} ...");
-        let bin = step("build", n, || build_trainer(&root, &dir, false, !lab))?;
-        trainers.push((*m, tree, bin));
+        trainers.push((*m, Trainer::build(&root, n, false, !lab)?));
     }
 
     let results = args.places.results(&root);
@@ -110,8 +108,8 @@ pub fn run(args: Args) -> Result<()> {
     let pending = PendingResults::in_dir(&results.join("profile"), &id)?;
     let timing = TimingLock::acquire(args.places.no_lock)?;
     let mut profiles = Vec::new();
-    for (m, tree, bin) in &trainers {
-        profiles.push(profile_one(&args, m, tree, bin, &data, scale, pending.dir())?);
+    for (m, t) in &trainers {
+        profiles.push(profile_one(&args, m, t, &data, scale, pending.dir())?);
     }
     let not_comparable = timing.not_comparable()?;
     drop(timing);
@@ -139,7 +137,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let json = serde_json::json!({ "time_not_comparable": not_comparable, "records": profiles });
     let json = serde_json::to_string_pretty(&json)?;
-    records::series::export::write_atomic(&pending.dir().join("profile.json"), json.as_bytes())?;
+    corpus::fs::write_atomic(&pending.dir().join("profile.json"), json.as_bytes())?;
     let dest = pending.commit()?;
     println!("traces (open in ui.perfetto.dev or chrome://tracing):");
     for p in &profiles {
@@ -171,8 +169,7 @@ fn log_line(p: &RecordProfile) -> String {
 fn profile_one(
     args: &Args,
     m: &Manifest,
-    tree: &str,
-    bin: &Path,
+    t: &Trainer,
     data: &Path,
     scale: &str,
     run: &Path,
@@ -183,17 +180,9 @@ fn profile_one(
     let window =
         args.at.window(budget, args.warmup, args.steps).with_context(|| format!("#{n}"))?;
     let dir = out.join("trace");
-    let mut a: Vec<OsString> = vec!["--manifest".into(), m.path.clone().into()];
-    a.extend(["--scale".into(), scale.into(), "--data".into(), data.into()]);
     // The record's own budget and schedule, stopped after the traced steps.
-    let stop = window.stop.to_string();
-    a.extend(["--out".into(), out.clone().into(), "--stop-after".into(), stop.into()]);
-    a.extend(["--profile".into(), dir.clone().into()]);
-    a.extend(["--profile-steps".into(), args.steps.to_string().into()]);
-    a.extend(["--header".into(), format!("tree={tree}").into()]);
-    if scale == "lab" {
-        a.push("--cpu".into());
-    }
+    let cmd = t.cmd(m, scale, data, &out, scale != "lab").stop_after(window.stop);
+    let cmd = cmd.profile(&dir, args.steps);
     info!(
         "records: profiling #{n}: steps {}-{} of its {budget} traced, {} rank(s)",
         window.skip + 1,
@@ -201,7 +190,7 @@ fn profile_one(
         args.ranks
     );
     step("launch", n, || {
-        launch(bin, &a, args.ranks, &LaunchOpts::default(), |line| {
+        launch(&t.bin, cmd.args(), args.ranks, &LaunchOpts::default(), |line| {
             // On a CPU, Kineto's probe for GPUs fails by design; its error line is noise.
             let probe = scale == "lab" && line.text.contains(KINETO_GPU_PROBE);
             if line.stream == Stream::Stderr && !probe {
@@ -221,7 +210,7 @@ fn profile_one(
     })?;
     Ok(RecordProfile {
         record: n,
-        tree: tree.to_string(),
+        tree: t.tree_id.clone(),
         device: log.header_value("device").unwrap_or_default().to_string(),
         log_step_ms,
         stages: trace::by_stage(&steps),

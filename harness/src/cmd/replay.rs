@@ -2,15 +2,18 @@
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use records::catalog::{Manifest, TARGET_VAL_LOSS};
-use records::lab_target::{self, Measured, Target};
-use records::launch::{launch, LaunchOpts, Stream};
+use records::data::corpora;
 use records::logging::step;
-use records::plot::{self, Chart, XAxis};
-use records::replay::{build_trainer, PendingResults};
-use records::timing_lock::TimingLock;
-use records::{corpora, paths, runlog, series, verdict::Verdict};
+use records::present::plot::{self, Chart, XAxis};
+use records::run::lab_target::{self, Measured, Target};
+use records::run::launch::{launch, LaunchOpts, Stream};
+use records::run::replay::PendingResults;
+use records::run::timing_lock::TimingLock;
+use records::run::trainer_cmd::Trainer;
+use records::verdict::runlog;
+use records::{paths, verdict::Verdict};
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Replay a record: lab scale on CPU (the default corpus), or the full recipe on GPUs.
 #[derive(clap::Args)]
@@ -135,7 +138,7 @@ pub fn run(args: Args) -> Result<()> {
         anyhow::bail!("--master-addr is needed with --nnodes {}: rank 0's host", args.nnodes);
     }
     if cuda {
-        records::replay::check_cuda_setup(&root)?;
+        records::run::replay::check_cuda_setup(&root)?;
     }
     let data = args.places.data(&root, lab)?;
     corpora::check_shards_for(m, lab, &data)?;
@@ -170,26 +173,19 @@ pub fn run(args: Args) -> Result<()> {
                 .record
                 .parent
                 .with_context(|| format!("record {} has no parent to re-time", args.record))?;
-            let p = catalog.get(n)?;
-            Some(Trainer::build(&root, p, false, cuda)?)
+            Some((catalog.get(n)?, Trainer::build(&root, n, false, cuda)?))
         }
         false => None,
     };
-    let this = Trainer::build(&root, m, args.head, cuda)?;
+    let this = (m, Trainer::build(&root, args.record, args.head, cuda)?);
 
-    let ctx = RunContext {
-        scale,
-        data,
-        steps,
-        cuda,
-        nproc: args.gpus.unwrap_or(args.ranks),
-        opts: LaunchOpts {
-            nnodes: args.nnodes,
-            node_rank: args.node_rank,
-            master_addr: args.master_addr.clone(),
-            master_port: args.master_port,
-            ..LaunchOpts::default()
-        },
+    let nproc = args.gpus.unwrap_or(args.ranks);
+    let opts = LaunchOpts {
+        nnodes: args.nnodes,
+        node_rank: args.node_rank,
+        master_addr: args.master_addr.clone(),
+        master_port: args.master_port,
+        ..LaunchOpts::default()
     };
     let label = if args.head { format!("{scale}-head") } else { scale.to_string() };
     let pending = PendingResults::new(&results, args.record, &label)?;
@@ -198,20 +194,22 @@ pub fn run(args: Args) -> Result<()> {
     for i in 0..args.runs {
         let seed =
             args.seed.map(|s| s + u64::from(i)).or((i > 0).then(|| seed_of(m) + u64::from(i)));
-        let run = |t: &Trainer, name: String| -> Result<Option<runlog::RunLog>> {
+        let run = |(m, t): &(&Manifest, Trainer), name: String| -> Result<Option<runlog::RunLog>> {
+            let number = m.record.number;
             tracing::info!(
-                "records: #{} run {}/{} at {scale} scale, {} rank(s) per node ({steps} steps, data {})",
-                t.manifest.record.number,
+                "records: #{number} run {}/{} at {scale} scale, {} rank(s) per node ({steps} steps, data {})",
                 i + 1,
                 args.runs,
-                ctx.nproc,
-                ctx.data.display()
+                nproc,
+                data.display()
             );
             let out = pending.dir().join(name);
-            let number = t.manifest.record.number;
-            step("launch", number, || {
-                ctx.run(t, &out, seed, format!("run={}/{}", i + 1, args.runs))
-            })?;
+            let mut cmd = t.cmd(m, scale, &data, &out, cuda).steps(steps);
+            cmd = cmd.header(format!("run={}/{}", i + 1, args.runs));
+            if let Some(seed) = seed {
+                cmd = cmd.seed(seed);
+            }
+            step("launch", number, || watch(&t.bin, cmd.args(), nproc, &opts, steps))?;
             // Rank 0's node writes the log; the others only train.
             step("parse", number, || {
                 (args.node_rank == 0)
@@ -257,7 +255,7 @@ pub fn run(args: Args) -> Result<()> {
     print!("{}", verdict.render(args.format.into()));
     plot_runs(m.record.number, &logs, lab, target, !args.no_plot);
     let json = serde_json::to_string_pretty(&verdict)?;
-    records::series::export::write_atomic(&pending.dir().join("verdict.json"), json.as_bytes())?;
+    corpus::fs::write_atomic(&pending.dir().join("verdict.json"), json.as_bytes())?;
     let dest = pending.commit()?;
     if let Some(m) = lab_target.and_then(|t| t.measured).filter(|_| self_measures) {
         lab_target::keep(&results, m)?;
@@ -275,64 +273,6 @@ fn plot_runs(number: u32, logs: &[runlog::RunLog], lab: bool, target: f64, enabl
 }
 
 /// A record's built trainer: the record's own tree (or, with `head`, the checkout).
-struct Trainer<'a> {
-    manifest: &'a Manifest,
-    dir: PathBuf,
-    /// A git tree hash of the trainer's files; it goes into the log, so a result names the exact
-    /// code that produced it.
-    tree_id: String,
-    bin: PathBuf,
-}
-
-impl<'a> Trainer<'a> {
-    fn build(root: &Path, manifest: &'a Manifest, head: bool, cuda: bool) -> Result<Trainer<'a>> {
-        let (dir, tree_id) = if head {
-            let id = series::tree::worktree_tree(&series::apply::scratch_repo()?, root)?;
-            (root.to_path_buf(), id.to_string())
-        } else {
-            let n = manifest.record.number;
-            let dir = step("materialize", n, || series::materialize(root, n))?;
-            let id = std::fs::read_to_string(dir.join(series::tree::MARKER))?.trim().to_string();
-            (dir, id)
-        };
-        tracing::info!(
-            "records: building the trainer of #{} in {} ...",
-            manifest.record.number,
-            dir.display()
-        );
-        let bin = step("build", manifest.record.number, || build_trainer(root, &dir, head, cuda))?;
-        Ok(Trainer { manifest, dir, tree_id, bin })
-    }
-}
-
-/// What every run of one replay shares.
-struct RunContext {
-    scale: &'static str,
-    data: PathBuf,
-    steps: u64,
-    cuda: bool,
-    nproc: usize,
-    opts: LaunchOpts,
-}
-
-impl RunContext {
-    /// One run of `t`'s ranks, writing into `out`.
-    fn run(&self, t: &Trainer, out: &Path, seed: Option<u64>, run_header: String) -> Result<()> {
-        let mut a: Vec<OsString> = vec!["--manifest".into(), t.manifest.path.clone().into()];
-        a.extend(["--scale".into(), self.scale.into(), "--data".into(), self.data.clone().into()]);
-        a.extend(["--out".into(), out.into(), "--steps".into(), self.steps.to_string().into()]);
-        a.extend(["--header".into(), run_header.into()]);
-        a.extend(["--header".into(), format!("tree={} ({})", t.tree_id, t.dir.display()).into()]);
-        if !self.cuda {
-            a.push("--cpu".into());
-        }
-        if let Some(seed) = seed {
-            a.extend(["--seed".into(), seed.to_string().into()]);
-        }
-        watch(&t.bin, &a, self.nproc, &self.opts, self.steps)
-    }
-}
-
 fn seed_of(m: &Manifest) -> u64 {
     m.recipe.get("seed").and_then(|v| v.as_integer()).unwrap_or(0) as u64
 }

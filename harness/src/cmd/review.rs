@@ -1,7 +1,7 @@
 //! `records review N`: one record's change, read like a pull request.
-use records::diff::Paint;
 use records::paths;
-use records::review;
+use records::present::diff::Paint;
+use records::present::review;
 
 /// Walk through record N: header, claim, each commit's hunks with the review notes in place,
 /// then the evidence (official logs and this machine's replays).

@@ -1,8 +1,12 @@
 //! `records show N`: one record's facts, evidence and recipe.
+use records::catalog::manifest_text;
 use records::catalog::TARGET_VAL_LOSS;
-use records::plot::{self, Chart, XAxis};
-use records::table::{Format, Table};
-use records::{figures, lab_recipe, manifest_text, paths, stats};
+use records::paths;
+use records::present::figures;
+use records::present::plot::{self, Chart, XAxis};
+use records::present::table::{Format, Table};
+use records::run::lab_recipe;
+use records::verdict::stats;
 
 /// Show one record: upstream facts, the official figures and its recipe as the manifest writes
 /// it (with its comments).

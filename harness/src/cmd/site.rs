@@ -1,6 +1,7 @@
 //! `records site DIR`: the records as a static web site.
 use anyhow::Result;
-use records::{paths, site};
+use records::paths;
+use records::present::site;
 use std::path::PathBuf;
 use std::time::Instant;
 

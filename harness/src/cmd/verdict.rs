@@ -3,8 +3,8 @@
 use super::FormatArg;
 use anyhow::{bail, Context, Result};
 use records::catalog::{Catalog, TARGET_VAL_LOSS};
-use records::lab_target::{self, Target};
-use records::runlog::{self, RunLog};
+use records::run::lab_target::{self, Target};
+use records::verdict::runlog::{self, RunLog};
 use records::verdict::Verdict;
 use std::path::{Path, PathBuf};
 
@@ -44,7 +44,7 @@ pub fn run(args: Args) -> Result<()> {
             tracing::warn!(
                 "records: warning: {}: {} not understood, the first at line {n}: `{}`",
                 path.display(),
-                records::figures::count(log.unread.len(), "step line"),
+                records::present::figures::count(log.unread.len(), "step line"),
                 runlog::clip(line),
             );
         }

@@ -1,8 +1,9 @@
 //! `records series capture NN --since REV`: a new record's patch from this checkout's own
 //! history. The commits in REV..HEAD become the patch's commits (trainer files only; commits
 //! that touch no trainer file are skipped), authors, dates and messages kept.
-use super::{export::write_atomic, mailbox, mailbox::Commit, patch_path, tree};
+use super::{mailbox, mailbox::Commit, patch_path, tree};
 use anyhow::{bail, Context, Result};
+use corpus::fs::write_atomic;
 use git2::{Repository, Sort};
 use std::path::{Path, PathBuf};
 

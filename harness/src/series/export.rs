@@ -117,7 +117,7 @@ pub fn import(root: &Path, dir: &Path) -> Result<Imported> {
         );
     }
     for (record, commits) in &groups {
-        write_atomic(&patch_path(root, *record), mailbox::write(commits).as_bytes())?;
+        corpus::fs::write_atomic(&patch_path(root, *record), mailbox::write(commits).as_bytes())?;
     }
     let tip_changes = write_tip(root, &repo, tip.tree_id())?;
     super::recorded::record(root)?;
@@ -154,7 +154,7 @@ fn write_tip(root: &Path, repo: &Repository, tip: Oid) -> Result<usize> {
     for (path, (mode, data)) in &wanted {
         let file = root.join(path);
         if std::fs::read(&file).ok().as_deref() != Some(data.as_slice()) {
-            write_atomic(&file, data)?;
+            corpus::fs::write_atomic(&file, data)?;
             changes += 1;
         }
         #[cfg(unix)]
@@ -169,25 +169,6 @@ fn write_tip(root: &Path, repo: &Repository, tip: Oid) -> Result<usize> {
         }
     }
     Ok(changes)
-}
-
-/// Temp file next to `path`, then rename: readers never see half a file, and a write that
-/// fails (a full disk, a folder in the way) leaves no temp file behind. Errors name `path`.
-pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let written = std::fs::write(&tmp, data).and_then(|()| {
-        if let Ok(meta) = std::fs::metadata(path) {
-            let _ = std::fs::set_permissions(&tmp, meta.permissions());
-        }
-        std::fs::rename(&tmp, path)
-    });
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written.with_context(|| format!("writing {}", path.display()))
 }
 
 #[cfg(test)]

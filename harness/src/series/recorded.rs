@@ -29,7 +29,7 @@ pub fn write(root: &Path, trees: &BTreeMap<u32, Oid>) -> Result<Vec<u32>> {
             continue;
         }
         table.insert("tree", toml_edit::value(id));
-        super::export::write_atomic(&path, doc.to_string().as_bytes())?;
+        corpus::fs::write_atomic(&path, doc.to_string().as_bytes())?;
         changed.push(record);
     }
     Ok(changed)

@@ -2,8 +2,8 @@
 //! Every figure is labelled with whose it is: ours (this machine), the logs given, or official
 //! (upstream 8×H100).
 use super::{BaselineDelta, Verdict};
-use crate::figures::{self, count};
-use crate::table::{Format, Table};
+use crate::present::figures::{self, count};
+use crate::present::table::{Format, Table};
 use std::fmt::Write;
 
 impl Verdict {

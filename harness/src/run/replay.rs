@@ -19,7 +19,7 @@ pub fn build_trainer(root: &Path, tree: &Path, head: bool, cuda: bool) -> Result
     }
     if head {
         let target = paths::cargo_target_dir(root);
-        let _mark = crate::timing_lock::building()?;
+        let _mark = crate::run::timing_lock::building()?;
         run_cargo(root, &target, root, &args)?;
         return Ok(target.join("release").join("train"));
     }
@@ -64,7 +64,7 @@ pub struct PendingResults {
     tmp: PathBuf,
     dest: PathBuf,
     /// Removes the folder if a signal ends the replay; `None` once the run is finished.
-    on_signal: Option<crate::signals::TempDirGuard>,
+    on_signal: Option<crate::run::signals::TempDirGuard>,
 }
 
 /// A finished run: `verdict.json` is the last file written before the move.
@@ -88,7 +88,7 @@ impl PendingResults {
     pub fn in_dir(dir: &Path, id: &str) -> Result<PendingResults> {
         let tmp = dir.join(format!("{TMP_PREFIX}{id}"));
         std::fs::create_dir_all(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-        let on_signal = Some(crate::signals::remove_on_signal(&tmp));
+        let on_signal = Some(crate::run::signals::remove_on_signal(&tmp));
         Ok(PendingResults { tmp, dest: dir.join(id), on_signal })
     }
 
@@ -144,7 +144,7 @@ pub fn sweep(results: &Path) {
         let Some(pid) = id.split('-').nth(2).and_then(|p| p.parse::<i32>().ok()) else {
             continue;
         };
-        if crate::signals::process_exists(pid) {
+        if crate::run::signals::process_exists(pid) {
             continue;
         }
         if tmp.join(FINISHED).exists() {

@@ -3,9 +3,9 @@
 //! shrinking, schedules mapped onto the budget, patterns resampled; `records show N --lab`), and
 //! each parameter as its optimizer treats it (`train --print-params`, the newest trainer's;
 //! `records show N --params`).
+use super::trainer_cmd::Trainer;
 use crate::catalog::Manifest;
 use crate::series::Series;
-use crate::{replay, series};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::process::Command;
@@ -19,21 +19,16 @@ pub const PRINT_PARAMS: &str = "--print-params";
 /// Builds record `m`'s own trainer (or reuses its build) and asks it for its recipe at `scale`
 /// (`lab` or `full`).
 pub fn resolved(root: &Path, m: &Manifest, scale: &str) -> Result<String> {
-    let n = m.record.number;
-    let dir = series::materialize(root, n)?;
-    tracing::info!("records: building the trainer of #{n} in {} ...", dir.display());
-    let bin = replay::build_trainer(root, &dir, false, false)?;
-    ask(&bin, &m.path, scale, PRINT_RECIPE)
+    let t = Trainer::build(root, m.record.number, false, false)?;
+    ask(&t.bin, &m.path, scale, PRINT_RECIPE)
 }
 
 /// Record `m`'s parameters at full scale as a GPU run holds them, from the newest trainer (it
 /// runs every record's recipe; older trees have no such flag): one tab-separated row each.
 pub fn params(root: &Path, m: &Manifest) -> Result<String> {
     let newest = *Series::load(root)?.numbers().last().context("the series has no record")?;
-    let dir = series::materialize(root, newest)?;
-    tracing::info!("records: building the newest trainer (#{newest}) in {} ...", dir.display());
-    let bin = replay::build_trainer(root, &dir, false, false)?;
-    ask(&bin, &m.path, "full", PRINT_PARAMS)
+    let t = Trainer::build(root, newest, false, false)?;
+    ask(&t.bin, &m.path, "full", PRINT_PARAMS)
 }
 
 /// `bin --manifest <manifest> --scale <scale> <flag>`'s output; an error when that trainer has

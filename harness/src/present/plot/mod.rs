@@ -6,8 +6,8 @@ pub mod svg;
 pub mod term;
 
 use crate::catalog::{Manifest, TARGET_VAL_LOSS};
-use crate::replays::Replay;
-use crate::runlog::ValPoint;
+use crate::run::replays::Replay;
+use crate::verdict::runlog::ValPoint;
 
 /// What the x axis counts.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -200,7 +200,7 @@ pub fn official_curve(m: &Manifest, x: XAxis) -> Option<Curve> {
     }
     let per_step = match x {
         XAxis::Step => 1.0,
-        XAxis::Seconds => crate::stats::mean(&e.train_times_s)? / m.record.steps as f64,
+        XAxis::Seconds => crate::verdict::stats::mean(&e.train_times_s)? / m.record.steps as f64,
     };
     Some(Curve {
         label: format!("#{} {}", m.record.number, m.record.title),
@@ -210,7 +210,7 @@ pub fn official_curve(m: &Manifest, x: XAxis) -> Option<Curve> {
 }
 
 fn estimated_time_note(m: &Manifest) -> String {
-    let mean = crate::stats::mean(&m.evidence.train_times_s).unwrap_or(f64::NAN);
+    let mean = crate::verdict::stats::mean(&m.evidence.train_times_s).unwrap_or(f64::NAN);
     format!(
         "#{}: time estimated as step × {:.1} ms (official mean train time {mean:.3} s / {} steps).",
         m.record.number,

@@ -1,12 +1,14 @@
 //! The verdict on a replay: did our runs reach the record's target loss within its step budget,
 //! how long did they take on this machine, and how does that compare with the parent record
 //! re-timed here. Official (upstream 8×H100) figures are carried alongside, always labelled.
-use crate::figures;
-use crate::runlog::RunLog;
-use crate::stats::{self, Summary, TTest, Welch};
+use crate::present::figures;
+use runlog::RunLog;
 use serde::{Deserialize, Serialize};
+use stats::{Summary, TTest, Welch};
 
 mod render;
+pub mod runlog;
+pub mod stats;
 
 /// The significance level of the speedrun's loss rule (track 1, rule 2).
 pub const P_THRESHOLD: f64 = 0.01;

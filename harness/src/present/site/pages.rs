@@ -1,14 +1,14 @@
 //! The site's pages: the data each template is rendered with, built from the harness's
 //! readers.
 use crate::catalog::{Catalog, Manifest, Note, RecordFacts, TARGET_VAL_LOSS};
-use crate::diff::{recipe_changes, RecipeChange};
-use crate::plot::svg;
-use crate::plot::{Chart, XAxis};
-use crate::replays::{self, Replay};
-use crate::review::{place_notes, Spot};
+use crate::present::diff::{recipe_changes, RecipeChange};
+use crate::present::plot::svg;
+use crate::present::plot::{Chart, XAxis};
+use crate::present::review::{place_notes, Spot};
+use crate::run::replays::{self, Replay};
 use crate::series::patch::{self, FilePatch};
 use crate::series::{tree, Series};
-use crate::stats;
+use crate::verdict::stats;
 use anyhow::Result;
 use git2::{Oid, Repository};
 use minijinja::value::Serde;
@@ -31,11 +31,11 @@ impl Replays {
     pub fn load(catalog: &Catalog, results: &Path) -> Result<Replays> {
         let (mut by_record, mut lab_targets) = (BTreeMap::new(), BTreeMap::new());
         // This machine's replays, against this CPU's lab targets.
-        let cpu = crate::lab_target::this_cpu();
+        let cpu = crate::run::lab_target::this_cpu();
         for m in catalog.records() {
             let n = m.record.number;
             by_record.insert(n, replays::of_record(results, n)?);
-            if let Ok(t) = crate::lab_target::Target::of(catalog, results, n, &cpu) {
+            if let Ok(t) = crate::run::lab_target::Target::of(catalog, results, n, &cpu) {
                 lab_targets.insert(n, t.val_loss);
             }
         }
@@ -175,7 +175,7 @@ pub fn record(
             CommitView {
                 index: k + 1,
                 subject: c.subject.clone(),
-                credit: crate::review::upstream_credit(m, &c.subject),
+                credit: crate::present::review::upstream_credit(m, &c.subject),
                 body: c.body.clone(),
                 added,
                 removed,
@@ -376,7 +376,7 @@ fn official(m: &Manifest) -> OfficialView {
         format!("{:.4}{std}", s.mean)
     });
     let ttest = match stats::ttest_1samp_less(&e.val_losses, TARGET_VAL_LOSS) {
-        Some(t) => Some(crate::figures::loss_test(&t, TARGET_VAL_LOSS)),
+        Some(t) => Some(crate::present::figures::loss_test(&t, TARGET_VAL_LOSS)),
         None if !e.val_losses.is_empty() => Some("p-value: needs two or more runs".into()),
         None => None,
     };

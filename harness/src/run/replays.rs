@@ -2,7 +2,7 @@
 //! (`verdict.json`) and each run's val curve (`metrics.jsonl`, written by the trainer into the
 //! run id folder or its `run-K/` subfolders; `baseline-K/` runs belong to the parent record).
 use crate::catalog::Manifest;
-use crate::runlog::ValPoint;
+use crate::verdict::runlog::ValPoint;
 use crate::verdict::Verdict;
 use anyhow::{Context, Result};
 use serde::Deserialize;

@@ -7,9 +7,9 @@
 mod pages;
 
 use crate::catalog::Catalog;
-use crate::series::export::write_atomic;
 use crate::series::{apply, recorded, Series};
 use anyhow::{Context, Result};
+use corpus::fs::write_atomic;
 use minijinja::Environment;
 use std::path::{Path, PathBuf};
 

@@ -5,17 +5,18 @@
 //! credited to the upstream record and its authors (the manifest's facts), not to whoever
 //! committed the port.
 use crate::catalog::{Catalog, Manifest, Note, TARGET_VAL_LOSS};
-use crate::diff::Paint;
+use crate::present::diff::Paint;
+use crate::present::figures;
 use crate::series::mailbox::Commit;
 use crate::series::patch::{self, FilePatch};
 use crate::series::{apply, tree, Series};
-use crate::{figures, stats};
+use crate::verdict::stats;
 use anyhow::Result;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
-pub use crate::table::Format;
+pub use crate::present::table::Format;
 
 /// Where a note lands: commit, file, hunk and body line of the record's patch.
 pub type Spot = (usize, usize, usize, usize);

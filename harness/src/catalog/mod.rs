@@ -3,7 +3,9 @@
 //! A manifest holds upstream's facts (`[record]`), the figures of its official logs
 //! (`[evidence]`), the trainer's recipe (`[recipe]`, checked by the trainer itself), the lab-scale
 //! overrides (`[lab]`) and review notes anchored in the record's patch (`[[notes]]`).
-use crate::recipe_check;
+pub mod manifest_text;
+pub mod recipe_check;
+
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

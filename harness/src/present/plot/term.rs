@@ -133,7 +133,7 @@ fn strip_ansi(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plot::{Curve, Source, Target, XAxis};
+    use crate::present::plot::{Curve, Source, Target, XAxis};
 
     fn chart() -> Chart {
         Chart {

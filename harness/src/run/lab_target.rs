@@ -11,8 +11,8 @@
 //! the reference machine's (the README's numbers); it judges a run only where this CPU has no
 //! target of its own (a shortened run, a log from an unknown CPU), and the verdict says so.
 use crate::catalog::Catalog;
-use crate::series::export::write_atomic;
 use anyhow::{Context, Result};
+use corpus::fs::write_atomic;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -82,7 +82,7 @@ pub fn keep(results: &Path, m: Measured) -> Result<()> {
         return Ok(());
     }
     store.targets.push(m);
-    write_atomic(&store_path(results), serde_json::to_string_pretty(&store)?.as_bytes())
+    Ok(write_atomic(&store_path(results), serde_json::to_string_pretty(&store)?.as_bytes())?)
 }
 
 /// The tree id of reference record `record`, as its manifest records it.

@@ -9,8 +9,8 @@
 //! `warmup` steps before the window are left out. Ratios are of median step times measured in
 //! the same rounds; they are what compares across machines, the absolute times are this
 //! machine's.
-use crate::runlog::RunLog;
-use crate::stats;
+use crate::verdict::runlog::RunLog;
+use crate::verdict::stats;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::fmt::Write;
@@ -394,7 +394,7 @@ mod tests {
 
     #[test]
     fn step_times_are_differences_after_warmup() {
-        let log = crate::runlog::parse(
+        let log = crate::verdict::runlog::parse(
             "# recipe: {\"batch_tokens\": 2048}\n# parameters: 100\n\
              step:0/4 val_loss:5.0 train_time:0ms step_avg:0.00ms\n\
              step:1/4 train_loss:5.0 train_time:0ms step_avg:0.00ms\n\

@@ -1,6 +1,6 @@
 //! How figures read in everything the CLI prints: losses to 4 decimals, times to 0.1 s,
 //! percentages to 1 decimal, a real minus sign, counts with their plural.
-use crate::stats::TTest;
+use crate::verdict::stats::TTest;
 
 /// A val loss: `2.4820`.
 pub fn loss(x: f64) -> String {
