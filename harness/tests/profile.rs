@@ -130,9 +130,6 @@ fn profile_of_29_against_1_adds_up_to_the_step_time_and_writes_traces() {
     for step in ["materialize #29", "build #1", "launch #29", "parse #1"] {
         assert!(stderr.contains(&format!("records: {step}: ")), "-v times {step}: {stderr}");
     }
-    for row in ["attention", "matmul", "optimizer: orthogonalisation", "host overhead/idle"] {
-        assert!(stdout.contains(row), "{row}: {stdout}");
-    }
     assert!(stdout.contains("#29 (lab,") && stdout.contains("#1 (lab,"), "{stdout}");
 
     let run = std::fs::read_dir(results.path().join("profile")).unwrap().next().unwrap().unwrap();
@@ -151,7 +148,13 @@ fn profile_of_29_against_1_adds_up_to_the_step_time_and_writes_traces() {
         assert_eq!(steps.len(), 2, "#{n}");
         let sum: f64 = steps.iter().flat_map(|s| s.ms.values()).sum::<f64>() / 2.0;
         assert!((sum - log_mean).abs() <= 0.05 * log_mean, "#{n}: rows {sum} ms, log {log_mean}");
-        let ortho: f64 = steps.iter().map(|s| s.ms[&Category::Orthogonalisation]).sum();
+        // Each row the trainer's named ranges feed holds time: a renamed range (`attention`,
+        // `optimizer`) leaves its row empty and fails here.
+        let total = |c: Category| -> f64 { steps.iter().map(|s| s.ms[&c]).sum() };
+        for c in [Category::Attention, Category::Matmul, Category::OptimizerUpdates] {
+            assert!(total(c) > 0.0, "#{n}: no time in {c:?}: {:?}", steps[0].ms);
+        }
+        let ortho = total(Category::Orthogonalisation);
         assert_eq!(ortho > 0.0, n == 29, "#{n}: only Muon orthogonalises ({ortho} ms)");
     }
 }
