@@ -1,7 +1,8 @@
 //! Every hyperparameter and flag of a record, read from `[recipe]` of `records/NN.toml`.
 //!
-//! Defaults are absent on purpose: a manifest spells out its whole recipe, so a typo or a missing
-//! key is an error naming the file, line and key instead of a silent default.
+//! Record #1's keys have no defaults: a manifest spells them out, so a typo or a missing key is
+//! an error naming the file, line and key instead of a silent default. Every key after #1 (here
+//! and in `recipe/techniques.rs`) defaults to off, which is record #1's behaviour.
 use anyhow::{bail, ensure, Context, Result};
 use lab::LabRule;
 use serde::{Deserialize, Serialize};

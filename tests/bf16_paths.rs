@@ -83,7 +83,6 @@ fn muon_cfg(beta2: Option<f64>, split_product: Option<SplitProduct>, mantissa: b
         split_product,
         mantissa,
         qkvo_square: false,
-        qk_block: None,
         kind: BF16,
     }
 }

@@ -25,11 +25,6 @@ fn rng() -> std::sync::MutexGuard<'static, ()> {
     RNG.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn record_29(scale: Scale) -> Recipe {
-    let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/records/29.toml"));
-    Recipe::from_manifest(path, scale, None).unwrap()
-}
-
 fn close(a: &Tensor, b: &Tensor) -> f64 {
     (a.to_kind(Kind::Double) - b.to_kind(Kind::Double)).abs().max().double_value(&[])
 }
@@ -157,8 +152,8 @@ fn layer_patterns_resample_to_the_centre_of_each_slice() {
 #[test]
 fn record_29_lab_recipe_follows_the_common_rule() {
     // The registry's rule for every key: step counts, layer patterns, token lengths.
-    let full = record_29(Scale::Full);
-    let lab = record_29(Scale::Lab);
+    let full = common::record(29, Scale::Full);
+    let lab = common::record(29, Scale::Lab);
     assert_eq!((lab.n_layer, lab.n_embd, lab.seq_len, lab.steps), (4, 256, 256, 250));
     assert_eq!(lab.attn_layers.as_deref(), Some("SL-S"));
     assert_eq!(lab.value_embed_layers.as_deref(), Some("1..1"));
@@ -184,7 +179,7 @@ fn bad_technique_keys_are_named() {
 #[test]
 fn full_scale_parameter_count_and_scalars_match_the_spec() {
     let _rng = rng();
-    let (_, params, _) = build(&record_29(Scale::Full));
+    let (_, params, _) = build(&common::record(29, Scale::Full));
     let n: i64 = params.iter().map(|p| p.tensor.numel() as i64).sum();
     assert_eq!(n, 275_743_576);
     let get = |name: &str| &params.iter().find(|p| p.name == name).unwrap().tensor;
@@ -218,7 +213,7 @@ fn full_scale_parameter_count_and_scalars_match_the_spec() {
 /// Each technique reserves its slice of the scalar bank; #29's layout is upstream's.
 #[test]
 fn record_29_scalar_layout_is_reserved_in_build_order() {
-    let (gpt, _, _) = build(&record_29(Scale::Full));
+    let (gpt, _, _) = build(&common::record(29, Scale::Full));
     let layout: Vec<(&str, usize, usize)> =
         gpt.scalar_layout().iter().map(|e| (e.name.as_str(), e.at, e.init.len())).collect();
     assert_eq!(
@@ -242,7 +237,7 @@ fn record_29_scalar_layout_is_reserved_in_build_order() {
 #[test]
 fn documents_are_isolated_in_the_assembled_model() {
     let _rng = rng();
-    let r = record_29(Scale::Lab);
+    let r = common::record(29, Scale::Lab);
     let (gpt, params, _) = build(&r);
     // Zero-initialised output projections would hide every path: give them values.
     tch::no_grad(|| {

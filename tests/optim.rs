@@ -118,7 +118,6 @@ fn muon_cfg(lr: f64, weight_decay: f64) -> MuonConfig {
         split_product: None,
         mantissa: false,
         qkvo_square: false,
-        qk_block: None,
         kind: Kind::Float,
     }
 }

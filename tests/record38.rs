@@ -2,7 +2,7 @@
 //! values, on record #29's recipe with the one key added.
 mod common;
 
-use common::{build, record_29_with};
+use common::{build, record_with};
 use tch::{nn, Device, Kind, Tensor};
 use trainer::model::params::{Group, Opt, ParamSet};
 use trainer::model::rotary::Rotary;
@@ -22,12 +22,12 @@ fn names(r: &Recipe) -> Vec<String> {
 /// #30: a layer without an MLP has no MLP parameters, and the others keep theirs.
 #[test]
 fn mlp_layers_drop_the_mlp_of_layer_0() {
-    let r = record_29_with(r#"mlp_layers = "-MMMMMMMMMMM""#, Scale::Full);
+    let r = record_with(29, r#"mlp_layers = "-MMMMMMMMMMM""#, Scale::Full);
     let n = names(&r);
     assert!(!n.iter().any(|n| n.starts_with("blocks.0.mlp")), "{n:?}");
     assert!(n.iter().any(|n| n.starts_with("blocks.1.mlp")));
     assert!(n.iter().any(|n| n.starts_with("blocks.0.attn")), "#30 keeps layer 0's attention");
-    let lab = record_29_with(r#"mlp_layers = "-MMMMMMMMMMM""#, Scale::Lab);
+    let lab = record_with(29, r#"mlp_layers = "-MMMMMMMMMMM""#, Scale::Lab);
     assert_eq!(lab.mlp_layers.as_deref(), Some("MMMM"), "the lab takes layers 1, 4, 7, 10");
 }
 
@@ -36,7 +36,7 @@ fn mlp_layers_drop_the_mlp_of_layer_0() {
 /// a few ulps (6e-8: one bf16 ulp of the angle at position ~1,000, 0.03 rad at 262,143).
 #[test]
 fn truncated_rotary_frequencies_are_upstreams_fp32_powers() {
-    let rot = record_29_with("", Scale::Full).rotary.expect("#29 has rotary");
+    let rot = record_with(29, "", Scale::Full).rotary.expect("#29 has rotary");
     let got = Rotary::freqs(&rot, 128);
     let steps = Tensor::linspace(0.0, 1.0, 32, (Kind::Float, Device::Cpu));
     let upstream = Vec::<f32>::try_from(&Tensor::pow_scalar(1.0 / 1024.0, &steps)).unwrap();
@@ -87,14 +87,16 @@ fn yarn_matches_the_spec_after_each_window_growth() {
 /// keep the schedule.
 #[test]
 fn the_final_validation_extends_the_windows() {
-    let r = record_29_with(
+    let r = record_with(
+        29,
         "windows = { block = 128, schedule = [3, 7, 11], final_ws = 13 }",
         Scale::Full,
     );
     let s = Schedule::new(&r);
     assert_eq!((s.at(1669).windows, s.at(1669).yarn_window), ((1408, 640), 1408));
     assert_eq!((s.at(1670).windows, s.at(1670).yarn_window), ((1664, 768), 1664));
-    let lab = record_29_with(
+    let lab = record_with(
+        29,
         "windows = { block = 128, schedule = [3, 7, 11], final_ws = 13 }",
         Scale::Lab,
     );
@@ -115,7 +117,7 @@ fn sigmoid_gated_skips_add_a_bounded_share() {
     let x = unet.enter(2, Tensor::from_slice(&[1.0f64]), &mut stack, &weights).unwrap();
     let want = 1.0 + 2.0 / (1.0 + 1.5f64.exp());
     assert!((x.double_value(&[0]) - want).abs() < 1e-12, "{x}");
-    let r = record_29_with("skip_gate = -1.5", Scale::Full);
+    let r = record_with(29, "skip_gate = -1.5", Scale::Full);
     let (gpt, _, _) = build(&r);
     assert_eq!(gpt.scalar_layout()[0].init, [-1.5; 12]);
 }
@@ -124,7 +126,7 @@ fn sigmoid_gated_skips_add_a_bounded_share() {
 #[test]
 fn the_final_validation_widens_the_long_windows() {
     let w = "windows = { block = 128, schedule = [3, 7, 11], final_ws = 13, final_long = 20 }";
-    let s = Schedule::new(&record_29_with(w, Scale::Full));
+    let s = Schedule::new(&record_with(29, w, Scale::Full));
     assert_eq!((s.at(1670).windows, s.at(1670).yarn_window), ((2560, 768), 1664));
     assert_eq!(s.at(1669).windows, (1408, 640), "training keeps the schedule");
 }
@@ -161,7 +163,8 @@ fn smear_adds_a_gated_share_of_the_previous_token() {
 /// (1->10 ... 5->6) and the last has none.
 #[test]
 fn an_empty_layer_is_skipped_and_the_unet_pairs_the_rest() {
-    let r = record_29_with(
+    let r = record_with(
+        29,
         "attn_layers = \"-SSSLSS-SSSL\"\nmlp_layers = \"-MMMMMMMMMMM\"\nskip_gate = -1.5",
         Scale::Full,
     );
@@ -186,7 +189,8 @@ fn an_empty_layer_is_skipped_and_the_unet_pairs_the_rest() {
 /// scheduled steps (x capped at 0.9999).
 #[test]
 fn the_iteration_extension_holds_the_final_lr_and_windows() {
-    let r = record_29_with(
+    let r = record_with(
+        29,
         "iteration_extension = 40\nlr_schedule = { kind = \"stable_decay\", cooldown_frac = 0.5 }",
         Scale::Full,
     );
@@ -200,7 +204,7 @@ fn the_iteration_extension_holds_the_final_lr_and_windows() {
     assert_eq!((s.at(543).windows.0, s.at(544).windows.0), (384, 896), "x = step/1631");
     assert_eq!((s.at(1087).windows.0, s.at(1088).windows.0), (896, 1408));
     assert_eq!(s.at(1669).windows.0, 1408);
-    assert_eq!(record_29_with("iteration_extension = 40", Scale::Lab).iteration_extension, 6);
+    assert_eq!(record_with(29, "iteration_extension = 40", Scale::Lab).iteration_extension, 6);
 }
 
 /// #37: training's softcap (and so its cross-entropy) stays in the logits' kind; evaluation

@@ -2,7 +2,7 @@
 //! values, on record #29's recipe with the keys added.
 mod common;
 
-use common::{build, record_29_with};
+use common::{build, record_with};
 use tch::{Kind, Tensor};
 use trainer::dist::single::Single;
 use trainer::model::attend::Docs;
@@ -62,8 +62,8 @@ fn fill(params: &[Param], seed: f64) {
 /// sum of both steps' gradients, as one Adam step (t = 1) on that sum would.
 #[test]
 fn adam_steps_on_odd_steps_from_two_steps_of_gradients() {
-    let every_2 = record_29_with("adam_every = 2", Scale::Lab);
-    let every_1 = record_29_with("", Scale::Lab);
+    let every_2 = record_with(29, "adam_every = 2", Scale::Lab);
+    let every_1 = record_with(29, "", Scale::Lab);
     let (_m, params, _vs) = build(&every_2);
     fill(&params, 0.0);
     let mut opt = Optimizer::new(params, &every_2, Kind::Float).unwrap();
@@ -107,13 +107,13 @@ fn set_scalar(gpt: &Gpt, params: &[Param], name: &str, v: f64) {
 /// the one without backout. The bank is upstream's 64: smear's slot, then backout's.
 #[test]
 fn backout_takes_back_a_share_of_a_layer_output() {
-    assert_eq!(record_29_with("backout = 8", Scale::Full).backout, Some(8));
+    assert_eq!(record_with(29, "backout = 8", Scale::Full).backout, Some(8));
     assert_eq!(
-        record_29_with("backout = 8", Scale::Lab).backout,
+        record_with(29, "backout = 8", Scale::Lab).backout,
         Some(2),
         "layer 8 of 12 -> 2 of 4"
     );
-    let full = build(&record_29_with("backout = 8\nsmear = 12", Scale::Full)).0;
+    let full = build(&record_with(29, "backout = 8\nsmear = 12", Scale::Full)).0;
     let layout: Vec<(&str, usize)> =
         full.scalar_layout().iter().map(|e| (e.name.as_str(), e.init.len())).collect();
     let smear = layout.iter().position(|(n, _)| *n == "smear").unwrap();
@@ -125,7 +125,7 @@ fn backout_takes_back_a_share_of_a_layer_output() {
     let docs = Docs::from_lengths(&[40, 24], tch::Device::Cpu).unwrap();
     let ctx = Ctx { docs: Some(docs), windows: (32, 16), ..Default::default() };
     let logits = |backout: &str, lambda: Option<f64>| {
-        let (gpt, params, _vs) = build(&record_29_with(backout, Scale::Lab));
+        let (gpt, params, _vs) = build(&record_with(29, backout, Scale::Lab));
         fill(&params, 7.0);
         if let Some(v) = lambda {
             set_scalar(&gpt, &params, "backout", v);
@@ -189,7 +189,8 @@ fn normuon_normalizes_each_column_by_its_running_second_moment() {
 /// final validation's ws 13 (YaRN with it), the final validation still widens the long layers.
 #[test]
 fn the_extension_runs_at_the_floor_and_the_final_windows() {
-    let r = record_29_with(
+    let r = record_with(
+        29,
         "lr_mul = { embed = 75.0, head = 1.0, scalars = 5.0, c_fc = 2.0 }
 steps = 2160
 iteration_extension = 40
@@ -198,7 +199,8 @@ windows = { block = 128, schedule = [3, 7, 11], final_ws = 13, final_long = 20 }
 lr_schedule = { kind = \"stable_decay\", cooldown_frac = 0.5 }",
         Scale::Full,
     );
-    let params = build(&record_29_with(
+    let params = build(&record_with(
+        29,
         "lr_mul = { embed = 75.0, head = 1.0, scalars = 5.0, c_fc = 2.0 }",
         Scale::Lab,
     ))
@@ -245,7 +247,6 @@ fn cautious_weight_decay_spares_entries_the_update_grows() {
         split_product: None,
         mantissa: false,
         qkvo_square: false,
-        qk_block: None,
         kind: Kind::Float,
     };
     let mut muon = Muon::new(vec![param], cfg).unwrap();
@@ -262,13 +263,13 @@ fn cautious_weight_decay_spares_entries_the_update_grows() {
 #[test]
 fn a_single_gated_skip_replaces_the_unet() {
     let skip = "unet = false\nsingle_skip = [4, 7]\nskip_gate = -1.5\nblock_lambda_init = 1.1";
-    assert_eq!(record_29_with(skip, Scale::Lab).single_skip, Some([1, 2]));
+    assert_eq!(record_with(29, skip, Scale::Lab).single_skip, Some([1, 2]));
     let idx =
         (Tensor::arange(64, (Kind::Int64, tch::Device::Cpu)) * 5).remainder(257).view([1, 64]);
     let docs = Docs::from_lengths(&[30, 34], tch::Device::Cpu).unwrap();
     let ctx = Ctx { docs: Some(docs), windows: (32, 16), ..Default::default() };
     let logits = |lines: &str, slot: Option<(i64, f64)>| {
-        let (gpt, params, _vs) = build(&record_29_with(lines, Scale::Lab));
+        let (gpt, params, _vs) = build(&record_with(29, lines, Scale::Lab));
         fill(&params, 11.0);
         let layout = gpt.scalar_layout();
         let lambdas = layout.iter().find(|e| e.name == "block_lambdas").unwrap();
@@ -297,18 +298,13 @@ fn a_single_gated_skip_replaces_the_unet() {
     assert!((got.double_value(&[0, 1, 2]) - want).abs() < 1e-6);
 }
 
-fn record_46(scale: Scale) -> trainer::recipe::Recipe {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/records/46.toml");
-    trainer::recipe::Recipe::from_manifest(std::path::Path::new(path), scale, None).unwrap()
-}
-
 /// #46: the batch grows on the windows' stages (spec §4: 131,072 -> 262,144 -> 393,216 tokens
 /// at 707 and 1414, 571,342,848 in all), the lr's stable level with it (1.51 from step 700,
 /// 1.93 from 1400, already in the cooldown: 0.97188 -> 1.23002; 0.10157 at 2119), and the
 /// momentum cools to 0.852 at step 2159. The lab keeps the shares: 688, 1,360, 2,048 tokens.
 #[test]
 fn the_batch_and_the_lr_grow_with_the_windows() {
-    let r = record_46(Scale::Full);
+    let r = common::record(46, Scale::Full);
     let s = Schedule::new(&r);
     let micro = |step| s.micro_tokens(24 * 2048, &s.at(step));
     let bounds: Vec<(u64, usize)> =
@@ -336,7 +332,7 @@ fn the_batch_and_the_lr_grow_with_the_windows() {
     assert_eq!([stage(0), stage(9)], [(384, 16384); 2]);
     assert_eq!([stage(10), stage(20), stage(39)], [(896, 32768), (1408, 49152), (1664, 49152)]);
 
-    let lab = record_46(Scale::Lab);
+    let lab = common::record(46, Scale::Lab);
     let ls = Schedule::new(&lab);
     assert_eq!(ls.stage_micro_tokens(2048), [688, 1360, 2048]);
     assert_eq!((lab.steps, lab.untimed_warmup, lab.iteration_extension), (323, 6, 6));
@@ -345,7 +341,7 @@ fn the_batch_and_the_lr_grow_with_the_windows() {
 /// #46 in full: upstream's parameter count (spec §2.1: 268,665,628, 8 fewer scalars than #38).
 #[test]
 fn record_46_builds_with_the_spec_parameter_count() {
-    let (_gpt, params, _vs) = build(&record_46(Scale::Full));
+    let (_gpt, params, _vs) = build(&common::record(46, Scale::Full));
     let n: i64 = params.iter().map(|p| p.tensor.numel() as i64).sum();
     assert_eq!(n, 268_665_628);
 }

@@ -11,12 +11,7 @@ use trainer::model::{key_offset, mtp, sa_lambdas, scalars::ScalarBank, Ctx};
 use trainer::optim::dist_adam::{AdamConfig, DistAdam};
 use trainer::optim::schedule::Schedule;
 use trainer::optim::{cautious_adam, normuon};
-use trainer::recipe::{CautiousMask, Recipe, SaLambdas, Scale};
-
-fn record_53(scale: Scale) -> Recipe {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/records/53.toml");
-    Recipe::from_manifest(std::path::Path::new(path), scale, None).unwrap()
-}
+use trainer::recipe::{CautiousMask, SaLambdas, Scale};
 
 fn values(t: &Tensor) -> Vec<f64> {
     Vec::<f64>::try_from(t.to_kind(Kind::Double).flatten(0, -1)).unwrap()
@@ -31,7 +26,7 @@ fn close(got: &[f64], want: &[f64], tol: f64) -> bool {
 /// more) from step 1254 through the extension.
 #[test]
 fn multi_token_weights_fade_by_thirds() {
-    let s = Schedule::new(&record_53(Scale::Full));
+    let s = Schedule::new(&common::record(53, Scale::Full));
     let x = |step: u64| step as f64 / 1880.0;
     let cases: [(u64, Vec<f64>); 7] = [
         (0, vec![1.0, 0.5, 0.25]),
@@ -81,7 +76,7 @@ fn multi_token_loss_matches_a_float64_reference() {
 /// and the loss equal, to the bit, the fp32 copy of the host's weights and the loss over it.
 #[test]
 fn multi_token_weights_on_the_device_are_the_copied_ones_bit_for_bit() {
-    let s = Schedule::new(&record_53(Scale::Full));
+    let s = Schedule::new(&common::record(53, Scale::Full));
     let (n, v) = (9i64, 11i64);
     let logits =
         (Tensor::arange(n * v, (Kind::Float, Device::Cpu)) * 0.37).sin().view([n, v]) * 4.0;
@@ -112,12 +107,12 @@ fn multi_token_weights_on_the_device_are_the_copied_ones_bit_for_bit() {
 /// 1254-1293, 1880-1919 (spec §3.6); never in the untimed warmup. The lab maps 40 to 6.
 #[test]
 fn scalars_pause_forty_steps_from_each_stage_change() {
-    let s = Schedule::new(&record_53(Scale::Full));
+    let s = Schedule::new(&common::record(53, Scale::Full));
     let paused: Vec<u64> = (0..1920).filter(|&t| s.at(t).freeze_scalars).collect();
     let want: Vec<u64> = (627..667).chain(1254..1294).chain(1880..1920).collect();
     assert_eq!(paused, want);
     assert!((0..40).all(|i| !s.warmup(i).freeze_scalars));
-    assert_eq!(record_53(Scale::Lab).scalar_freeze, 6);
+    assert_eq!(common::record(53, Scale::Lab).scalar_freeze, 6);
 }
 
 fn param(name: &str, role: Role, values: Tensor) -> Param {
@@ -139,7 +134,7 @@ fn set_grad(p: &Param, g: &Tensor) {
 /// weight and moments, so from then on the same gradient moves both tables alike.
 #[test]
 fn the_untie_copies_the_head_and_its_adam_state() {
-    let s = Schedule::new(&record_53(Scale::Full));
+    let s = Schedule::new(&common::record(53, Scale::Full));
     let untie: Vec<u64> = (0..1920).filter(|&t| s.at(t).untie_after).collect();
     assert_eq!(untie, [1253]);
     assert_eq!((s.at(1253).split_embed, s.at(1254).split_embed), (false, true));
@@ -181,7 +176,7 @@ fn the_untie_copies_the_head_and_its_adam_state() {
 /// one the embedding reads; once the head is copied into it, it does not.
 #[test]
 fn the_embedding_reads_its_own_table_after_the_split() {
-    let (gpt, params, _vs) = build(&record_53(Scale::Lab));
+    let (gpt, params, _vs) = build(&common::record(53, Scale::Lab));
     let by = |name: &str| params.iter().find(|p| p.name == name).unwrap().tensor.shallow_clone();
     let idx = (Tensor::arange(64, (Kind::Int64, Device::Cpu)) * 7).remainder(257).view([1, 64]);
     let docs = Docs::from_lengths(&[40, 24], Device::Cpu).unwrap();
@@ -262,7 +257,7 @@ fn normuon_orientation_follows_the_parameter() {
 /// start), tall QKVO and MLP matrices, §4's 508,428,288 tokens, and the lab's 287 steps.
 #[test]
 fn record_53_builds_with_the_spec_parameter_count() {
-    let r = record_53(Scale::Full);
+    let r = common::record(53, Scale::Full);
     let (gpt, params, _vs) = build(&r);
     let n: i64 = params.iter().map(|p| p.tensor.numel() as i64).sum();
     assert_eq!(n, 268_665_615);
@@ -277,7 +272,7 @@ fn record_53_builds_with_the_spec_parameter_count() {
     let s = Schedule::new(&r);
     let total: usize = (0..1920).map(|t| s.micro_tokens(24 * 2048, &s.at(t)) * 8).sum();
     assert_eq!(total, 508_428_288);
-    let lab = record_53(Scale::Lab);
+    let lab = common::record(53, Scale::Lab);
     assert_eq!(
         (lab.steps, lab.iteration_extension, lab.backout, lab.single_skip),
         (287, 6, Some(2), Some([1, 2]))

@@ -6,18 +6,13 @@ use common::build;
 use tch::{Kind, Tensor};
 use trainer::model::softcap::softcap;
 use trainer::optim::schedule::Schedule;
-use trainer::recipe::{Recipe, Scale, Softcap};
-
-fn record_54(scale: Scale) -> Recipe {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/records/54.toml");
-    Recipe::from_manifest(std::path::Path::new(path), scale, None).unwrap()
-}
+use trainer::recipe::{Scale, Softcap};
 
 /// 23·σ((z + 5)/7.5) against the formula in float64: the midpoint moves to z = −5 (11.5) and
 /// the ceiling to 23; #53's form is the same with shift 0 and cap 30.
 #[test]
 fn the_logit_rescale_is_asymmetric() {
-    let r = record_54(Scale::Full);
+    let r = common::record(54, Scale::Full);
     let s = r.softcap.clone().unwrap();
     assert_eq!((s.cap, s.temperature, s.shift), (23.0, 7.5, 5.0));
     let z = [-40.0, -5.0, 0.0, 3.0, 40.0];
@@ -39,7 +34,7 @@ fn the_logit_rescale_is_asymmetric() {
 /// tokens; the lab's 281 steps.
 #[test]
 fn record_54_schedule_follows_the_spec() {
-    let r = record_54(Scale::Full);
+    let r = common::record(54, Scale::Full);
     let s = Schedule::new(&r);
     let untie: Vec<u64> = (0..1880).filter(|&t| s.at(t).untie_after).collect();
     assert_eq!(untie, [1227]);
@@ -62,13 +57,13 @@ fn record_54_schedule_follows_the_spec() {
 
     let total: usize = (0..1880).map(|t| s.micro_tokens(24 * 2048, &s.at(t)) * 8).sum();
     assert_eq!(total, 497_942_528);
-    assert_eq!(record_54(Scale::Lab).steps, 281);
+    assert_eq!(common::record(54, Scale::Lab).steps, 281);
 }
 
 /// The same model as #53: spec §2.1's 268,665,615 parameters.
 #[test]
 fn record_54_builds_with_the_spec_parameter_count() {
-    let (_gpt, params, _vs) = build(&record_54(Scale::Full));
+    let (_gpt, params, _vs) = build(&common::record(54, Scale::Full));
     let n: i64 = params.iter().map(|p| p.tensor.numel() as i64).sum();
     assert_eq!(n, 268_665_615);
 }

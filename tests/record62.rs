@@ -17,7 +17,7 @@ use trainer::optim::dist_adam::{AdamConfig, DistAdam};
 use trainer::optim::mantissa;
 use trainer::optim::muon::{Muon, MuonConfig};
 use trainer::optim::schedule::Schedule;
-use trainer::recipe::{CautiousMask, Recipe, Scale};
+use trainer::recipe::{CautiousMask, Scale};
 
 fn sigmoid(x: f64) -> f64 {
     1.0 / (1.0 + (-x).exp())
@@ -207,7 +207,6 @@ fn muon_keeps_small_updates_of_bf16_weights() {
         split_product: None,
         mantissa: true,
         qkvo_square: false,
-        qk_block: None,
         kind: Kind::Float,
     };
     let start = (pattern(64, 0.3) * 0.01 + 1.0).view([8, 8]).to_kind(Kind::Float);
@@ -404,7 +403,6 @@ fn qkvo_takes_its_square_matrices_lr() {
         split_product: None,
         mantissa: false,
         qkvo_square,
-        qk_block: None,
         kind: Kind::Float,
     };
     tch::manual_seed(2);
@@ -423,11 +421,6 @@ fn qkvo_takes_its_square_matrices_lr() {
     assert!(after.abs().max().double_value(&[]) > 0.0);
     assert!((&before * 0.5).allclose(&after, 1e-6, 1e-7, false));
     assert!(step(Role::Plain, true).equal(&step(Role::Plain, false)), "others keep √4");
-}
-
-fn record_62(scale: Scale) -> Recipe {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/records/62.toml");
-    Recipe::from_manifest(std::path::Path::new(path), scale, None).unwrap()
 }
 
 /// The hash written out with i32 arithmetic: wrapping products, XOR, a remainder ≥ 0.
@@ -479,7 +472,7 @@ fn bigram_hash_values() {
 /// weights start at 0.1 in the scalar bank, after the attention lambdas.
 #[test]
 fn bigram_table_learns_the_hashed_rows() {
-    let r = record_62(Scale::Lab);
+    let r = common::record(62, Scale::Lab);
     let (gpt, params, _vs) = common::build(&r);
     let names: Vec<&str> = gpt.scalar_layout().iter().map(|e| e.name.as_str()).collect();
     assert_eq!(&names[..4], ["resid_lambdas", "value_lambdas", "bigram_lambdas", "smear"]);
@@ -525,7 +518,7 @@ fn key_offset_shifts_the_unrotated_half() {
 /// untie after step 1041; the lab's 240 steps keep the paired layer.
 #[test]
 fn record_62_schedule_and_lab_shape() {
-    let s = Schedule::new(&record_62(Scale::Full));
+    let s = Schedule::new(&common::record(62, Scale::Full));
     assert_eq!(s.at(520).lr_factor, 1.0);
     assert!((s.at(521).lr_factor - 1.52).abs() < 1e-12);
     assert!((s.at(701).lr_factor - 1.52).abs() < 1e-12);
@@ -535,6 +528,6 @@ fn record_62_schedule_and_lab_shape() {
     assert_eq!(s.at(1560).lr_factor, 0.1);
     let untie: Vec<u64> = (0..1600).filter(|&t| s.at(t).untie_after).collect();
     assert_eq!(untie, [1041]);
-    let lab = record_62(Scale::Lab);
+    let lab = common::record(62, Scale::Lab);
     assert_eq!((lab.steps, lab.attn_layers.as_deref()), (240, Some("SS-P")));
 }

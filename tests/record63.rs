@@ -5,12 +5,7 @@ use tch::{nn, Device, Kind, Tensor};
 use trainer::model::params::{Group, Opt, ParamSet};
 use trainer::model::value_embed::ValueEmbeds;
 use trainer::optim::schedule::Schedule;
-use trainer::recipe::{Recipe, Scale};
-
-fn record_63(scale: Scale) -> Recipe {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/records/63.toml");
-    Recipe::from_manifest(std::path::Path::new(path), scale, None).unwrap()
-}
+use trainer::recipe::Scale;
 
 /// Which table each layer reads, by the tables' distinct rows: #62's "12......012" shares
 /// tables between layers 0 and 9 and between 1 and 10; #63's "01......234" gives each of the
@@ -34,14 +29,14 @@ fn value_embeddings_are_untied() {
     };
     assert_eq!(tables("12......012"), (3, vec![0, 1, 8, 9, 10], true, true));
     assert_eq!(tables("01......234"), (5, vec![0, 1, 8, 9, 10], false, false));
-    assert_eq!(record_63(Scale::Full).value_embed_layers.as_deref(), Some("01......234"));
+    assert_eq!(common::record(63, Scale::Full).value_embed_layers.as_deref(), Some("01......234"));
 }
 
 /// #63's schedule: 1535 scheduled steps, stages from 512 and 1024, the cooldown from 691, the
 /// untie after step 1025; 1575 steps map to 236 in the lab.
 #[test]
 fn record_63_schedule() {
-    let s = Schedule::new(&record_63(Scale::Full));
+    let s = Schedule::new(&common::record(63, Scale::Full));
     let stages = |step: u64| s.at(step).windows;
     assert_ne!(stages(511), stages(512));
     assert_ne!(stages(1023), stages(1024));
@@ -49,5 +44,5 @@ fn record_63_schedule() {
     assert!(s.at(691).lr_factor < 1.52);
     let untie: Vec<u64> = (0..1575).filter(|&t| s.at(t).untie_after).collect();
     assert_eq!(untie, [1025]);
-    assert_eq!(record_63(Scale::Lab).steps, 236);
+    assert_eq!(common::record(63, Scale::Lab).steps, 236);
 }

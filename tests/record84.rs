@@ -177,14 +177,13 @@ fn qkvo_step(c: i64, block: i64, beta2: Option<f64>, seed: i64) -> (tch::Tensor,
         split_product: None,
         mantissa: false,
         qkvo_square: true,
-        qk_block: Some(block),
         kind: Kind::Float,
     };
     tch::manual_seed(seed);
     let g = Tensor::randn([4 * c, c], (Kind::Float, Device::Cpu));
     let tensor = Tensor::zeros([4 * c, c], (Kind::Float, Device::Cpu)).set_requires_grad(true);
     let t = tensor.shallow_clone();
-    let group = Group { role: Role::Qkvo, ..Group::new(Opt::Muon, 1.0) };
+    let group = Group { role: Role::QkPairs(block), ..Group::new(Opt::Muon, 1.0) };
     let mut muon = Muon::new(vec![Param { name: "qkvo".into(), tensor, group }], cfg).unwrap();
     (&t * &g).sum(Kind::Float).backward();
     muon.step(&mut Single, 1.0, 0.0).unwrap();
@@ -266,18 +265,13 @@ fn parallel_residual_lambdas_scale_a_bf16_stream_as_bf16() {
     assert!(!got.equal(&unrounded), "the fp32 lambda would round some products differently");
 }
 
-fn record_84(scale: Scale) -> trainer::recipe::Recipe {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/records/84.toml");
-    trainer::recipe::Recipe::from_manifest(std::path::Path::new(path), scale, None).unwrap()
-}
-
 /// #84's schedule against its spec (§1, §3): stages from 482 and 963, the cooldown from 578
 /// to 1445 with the third stage's level jumping in at 963 (0.9132 at 962, 1.0284 at 963), the
 /// floor 0.15 through the extension, 896-token documents in the first stage, the untie after
 /// step 963; the lab's 222 steps.
 #[test]
 fn record_84_schedule() {
-    let s = Schedule::new(&record_84(Scale::Full));
+    let s = Schedule::new(&common::record(84, Scale::Full));
     assert_eq!((s.at(481).lr_factor, s.at(482).lr_factor), (1.0, 1.52));
     assert_eq!(s.at(578).lr_factor, 1.52);
     assert!((s.at(962).lr_factor - 0.9132).abs() < 5e-5, "{}", s.at(962).lr_factor);
@@ -286,5 +280,5 @@ fn record_84_schedule() {
     assert_eq!((s.at(481).max_doc_len, s.at(482).max_doc_len), (Some(896), Some(2048)));
     let untie: Vec<u64> = (0..1485).filter(|&t| s.at(t).untie_after).collect();
     assert_eq!(untie, [963]);
-    assert_eq!(record_84(Scale::Lab).steps, 222);
+    assert_eq!(common::record(84, Scale::Lab).steps, 222);
 }

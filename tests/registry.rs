@@ -1,8 +1,8 @@
 //! The registry of recipe keys (src/recipe/registry.rs) covers every key, maps every step-based
 //! key at lab scale, and drives validation; the schedule gives each step's plan.
+mod common;
 use serde::de::{self, Visitor};
 use serde::Deserialize;
-use std::path::Path;
 use trainer::optim::schedule::Schedule;
 use trainer::recipe::registry::{entry, Lab, REGISTRY};
 use trainer::recipe::{Recipe, Scale};
@@ -10,11 +10,6 @@ use trainer::recipe::{Recipe, Scale};
 fn manifest(n: u32) -> String {
     let path = format!("{}/records/{n:02}.toml", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(path).unwrap()
-}
-
-fn record(n: u32, scale: Scale) -> Recipe {
-    let path = format!("{}/records/{n:02}.toml", env!("CARGO_MANIFEST_DIR"));
-    Recipe::from_manifest(Path::new(&path), scale, None).unwrap()
 }
 
 /// The field names serde's derive hands to `deserialize_struct`: every key of `Recipe`.
@@ -65,7 +60,7 @@ fn every_recipe_key_has_one_registry_entry() {
 /// common `[lab]` table sets exactly the keys the registry says it does.
 #[test]
 fn every_step_based_key_has_a_lab_mapping() {
-    let full = toml::Table::try_from(record(29, Scale::Full)).unwrap();
+    let full = toml::Table::try_from(common::record(29, Scale::Full)).unwrap();
     let counts_steps = |name: &str| name.contains("step") || name.contains("warmup");
     for (key, value) in &full {
         if counts_steps(key) && value.is_integer() {
@@ -98,12 +93,13 @@ fn every_step_based_key_has_a_lab_mapping() {
 }
 
 /// Each record turns on exactly the techniques of its era: those whose first upstream record is
-/// at or before it (#38, the newest, has them all).
+/// at or before it (#29 and #38: until #45's single skip replaced the U-net, a record kept
+/// every key of the records before it).
 #[test]
 fn record_1_has_no_technique_on_and_each_record_those_of_its_era() {
-    assert!(record(1, Scale::Full).techniques_on().unwrap().is_empty());
+    assert!(common::record(1, Scale::Full).techniques_on().unwrap().is_empty());
     for n in [29, 38] {
-        let on = record(n, Scale::Lab).techniques_on().unwrap();
+        let on = common::record(n, Scale::Lab).techniques_on().unwrap();
         let era: Vec<&str> = REGISTRY
             .iter()
             .filter(|t| t.is_technique() && t.records[0] <= n)
@@ -135,7 +131,7 @@ fn a_missing_dependency_names_the_keys() {
 /// from step 919, the momentum reaching 0.95 at step 300.
 #[test]
 fn record_29_schedule_gives_each_steps_plan() {
-    let s = Schedule::new(&record(29, Scale::Full));
+    let s = Schedule::new(&common::record(29, Scale::Full));
     let at = |step| s.at(step);
     assert_eq!((at(0).windows, at(556).windows), ((384, 128), (384, 128)));
     assert_eq!((at(557).windows, at(1114).windows), ((896, 384), (1408, 640)));
@@ -147,6 +143,6 @@ fn record_29_schedule_gives_each_steps_plan() {
     let table = s.table(0);
     let steps: Vec<&str> = table.lines().skip(1).map(|l| l.split('\t').next().unwrap()).collect();
     assert_eq!(steps, ["0", "300", "557", "919", "1114", "1670"], "{table}");
-    let none = Schedule::new(&record(1, Scale::Full));
+    let none = Schedule::new(&common::record(1, Scale::Full));
     assert_eq!((none.at(5).momentum, none.at(5).windows), (None, (0, 0)));
 }

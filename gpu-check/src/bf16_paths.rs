@@ -85,7 +85,6 @@ fn gate_three_steps(dev: Device) -> Result<(Vec<Kind>, bool, Tensor)> {
         split_product: None,
         mantissa: false,
         qkvo_square: false,
-        qk_block: None,
         kind: BF16,
     };
     let gate = Group { role: Role::Gate, ..Group::new(Opt::Muon, 1.0) };

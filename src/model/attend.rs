@@ -208,8 +208,9 @@ pub enum Kernel {
     Auto,
     /// The shim's FlashAttention-2 (CUDA, bf16/fp16); an error elsewhere.
     Flash,
-    /// SDPA with an explicit mask (any device and dtype): the reference. With documents the mask
-    /// is `[B*T, B*T]`, sized for tests and small batches.
+    /// SDPA with an explicit mask (any device and dtype): the reference. With documents the
+    /// B·T tokens are one sequence attended in blocks of 256 queries, each block with a mask over
+    /// the keys it can reach (`[256, keys]`), not one `[B·T, B·T]` mask.
     Sdpa,
 }
 

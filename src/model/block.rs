@@ -4,6 +4,7 @@ use super::attend::Docs;
 use super::attention::Attention;
 use super::mlp::Mlp;
 use super::norm::Norm;
+use super::parallel_residuals::ParallelResiduals;
 use super::relu2_mlp::Relu2Mlp;
 use super::windowed_attention::WindowedAttention;
 use anyhow::{Context, Result};
@@ -32,13 +33,37 @@ pub struct Block {
     pub mlp: Ffn,
 }
 
-/// What a block reads besides its input: this layer's value embedding, the scalar bank, the
-/// documents, the step's (long, short) windows and the window YaRN is tuned for.
+/// How each sublayer's output joins the residual stream, handed to every block.
+pub enum Residual {
+    /// x ← x + f(norm(x)) (record #1 on).
+    Add,
+    /// Lambdas per sublayer, x0 and the bigram row joining after attention (upstream #73).
+    Lambdas(ParallelResiduals),
+}
+
+impl Residual {
+    /// The stream entering the first layer. x0, x0b: [B, T, C]
+    pub fn start(&self, x0: &Tensor, x0b: Option<&Tensor>) -> Tensor {
+        match self {
+            Residual::Add => x0.shallow_clone(),
+            Residual::Lambdas(p) => p.start(x0, x0b),
+        }
+    }
+}
+
+/// What a block reads besides its input: its layer, this layer's value embedding, the scalar
+/// bank, the documents, the step's (long, short) windows and the window YaRN is tuned for, and
+/// the embeddings the residual rule may inject (x0, the bigram row).
 pub struct BlockIn<'a> {
+    pub layer: usize,
     pub ve: Option<&'a Tensor>,
     pub bank: &'a Tensor,
     pub docs: Option<&'a Docs>,
     pub windows: ((i64, i64), i64),
+    pub x0: &'a Tensor,
+    pub x0b: Option<&'a Tensor>,
+    /// What attention reads instead of the stream (upstream #77: the backout's saved output).
+    pub attend_over: Option<&'a Tensor>,
     /// Training (FP8 paths on) or evaluation.
     pub training: bool,
 }
@@ -49,20 +74,22 @@ impl Block {
         matches!((&self.attn, &self.mlp), (Attn::None, Ffn::None))
     }
 
-    /// x: [B, T, C] -> [B, T, C]
-    pub fn forward(&self, x: Tensor, i: &BlockIn) -> Result<Tensor> {
-        let x = match self.attention(&x, i)? {
-            Some(a) => &x + a,
-            None => x,
+    /// x: [B, T, C] -> [B, T, C], each sublayer's output joined to the stream by `rule`.
+    pub fn forward(&self, x: Tensor, i: &BlockIn, rule: &Residual) -> Result<Tensor> {
+        let x = match (self.attention(i.attend_over.unwrap_or(&x), i)?, rule) {
+            (Some(a), Residual::Add) => &x + a,
+            (Some(a), Residual::Lambdas(p)) => p.after_attention(i.layer, &x, &a, i.x0, i.x0b),
+            (None, _) => x,
         };
-        Ok(match self.mlp(&x, i.training)? {
-            Some(m) => &x + m,
-            None => x,
+        Ok(match (self.mlp(&x, i.training)?, rule) {
+            (Some(m), Residual::Add) => &x + m,
+            (Some(m), Residual::Lambdas(p)) => p.after_mlp(i.layer, &x, &m),
+            (None, _) => x,
         })
     }
 
     /// The attention sublayer's output on x: [B, T, C] (normed here), or None without one.
-    pub fn attention(&self, x: &Tensor, i: &BlockIn) -> Result<Option<Tensor>> {
+    fn attention(&self, x: &Tensor, i: &BlockIn) -> Result<Option<Tensor>> {
         let h = self.norm_1.forward(x);
         Ok(match &self.attn {
             Attn::Dense(a) => Some(a.forward(&h)),
@@ -75,7 +102,7 @@ impl Block {
     }
 
     /// The MLP sublayer's output on x: [B, T, C] (normed here), or None without one.
-    pub fn mlp(&self, x: &Tensor, training: bool) -> Result<Option<Tensor>> {
+    fn mlp(&self, x: &Tensor, training: bool) -> Result<Option<Tensor>> {
         Ok(match &self.mlp {
             Ffn::Gelu(m) => Some(m.forward(&self.norm_2.forward(x))),
             Ffn::Relu2(m) => Some(m.forward(&self.norm_2.forward(x), training)?),

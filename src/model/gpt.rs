@@ -5,7 +5,7 @@ use super::attend::Docs;
 use super::attention::Attention;
 use super::backout::Backout;
 use super::bigram_hash::BigramHash;
-use super::block::{Attn, Block, BlockIn, Ffn};
+use super::block::{Attn, Block, BlockIn, Ffn, Residual};
 use super::embedding::Embedding;
 use super::fp8_head::Fp8Scales;
 use super::head::Head;
@@ -53,7 +53,8 @@ pub struct Gpt {
     skip: Option<SingleSkip>,
     x0_lambdas: Option<X0Lambdas>,
     bigram: Option<BigramHash>,
-    parallel: Option<ParallelResiduals>,
+    /// How sublayers join the stream (upstream #73 changes the rule).
+    residual: Residual,
     /// Layers after the backout's attend over its output (upstream #77).
     attend_backout: bool,
     blocks: Vec<Block>,
@@ -138,11 +139,20 @@ impl Gpt {
             }
         });
         // Upstream #73: the residual, output, x0 and bigram lambdas per sublayer.
-        let parallel = r.parallel_residuals.as_ref().map(|_| {
-            let resid = r.block_lambda_init.unwrap_or(1.0).sqrt();
-            let inits = Inits { resid, bigram: r.bigram_hash.as_ref().map_or(0.0, |b| b.lambda) };
-            ParallelResiduals::new(&mut ps, l as i64, inits, (g.lambdas, g.resid_lambdas))
-        });
+        let residual = match &r.parallel_residuals {
+            Some(_) => {
+                let resid = r.block_lambda_init.unwrap_or(1.0).sqrt();
+                let bigram = r.bigram_hash.as_ref().map_or(0.0, |b| b.lambda);
+                let lambdas = (g.lambdas, g.resid_lambdas);
+                Residual::Lambdas(ParallelResiduals::new(
+                    &mut ps,
+                    l as i64,
+                    Inits { resid, bigram },
+                    lambdas,
+                ))
+            }
+            None => Residual::Add,
+        };
         let longest = (r.batch_rows * r.seq_len).max(r.val_seq_len.unwrap_or(0)) as i64;
         // Paired heads (upstream #58) place each token at two positions.
         let paired = r.attn_layers.as_ref().is_some_and(|a| a.contains('P'));
@@ -282,7 +292,7 @@ impl Gpt {
             skip,
             x0_lambdas,
             bigram,
-            parallel,
+            residual,
             attend_backout: r.attend_backout,
             blocks,
             backout,
@@ -311,20 +321,20 @@ impl Gpt {
         self.head.loss(&x, &targets.reshape([-1]), ctx.training, &ctx.mtp)
     }
 
-    /// idx: [B, T] -> the final hidden state [B*T, C], normed.
+    /// idx: [B, T] -> the final hidden state [B*T, C], normed. One loop for every record (upstream
+    /// #74 flattens its forward into one function like this one).
     fn trunk(&self, idx: &Tensor, ctx: &Ctx) -> Result<Tensor> {
-        if let Some(p) = &self.parallel {
-            return self.trunk_parallel(p, idx, ctx);
-        }
         idx.size2().context("model input is [B, T] token ids")?;
         let bank = self.scalars.tensor(); // [n] learned scalars
         let x0 = self.embed.forward(idx, self.compute, &bank, ctx.split_embed); // [B, T, C]
         let ve = self.value_embeds.as_ref().map(|v| v.lookup(idx, self.compute));
         let x0b = self.bigram.as_ref().map(|b| b.lookup(idx, self.compute)); // [B, T, C]
-        let mut x = x0.shallow_clone();
+        let mut x = self.residual.start(&x0, x0b.as_ref());
         let mut skips = Vec::new();
         // Backout's and the single skip's kept layer outputs.
         let (mut kept, mut skipped) = (None, None);
+        let windows =
+            (ctx.windows, if ctx.yarn_window > 0 { ctx.yarn_window } else { ctx.windows.0 });
         // k counts the layers that run: an empty one (upstream #35's layer 0) is skipped whole.
         let running = self.blocks.iter().enumerate().filter(|(_, b)| !b.is_empty());
         for (k, (i, block)) in running.enumerate() {
@@ -340,64 +350,23 @@ impl Gpt {
                 x = l.mix(i, &x, &x0, &bank);
             }
             if let (Some(b), Some(x0b)) = (&self.bigram, &x0b) {
-                x = b.add(i, &x, x0b, &bank);
+                x = b.add(i, &x, x0b, &bank); // with the bank's lambdas; #73's join in `residual`
             }
-            let ve = ve.as_ref().and_then(|v| v[i].as_ref());
-            let windows =
-                (ctx.windows, if ctx.yarn_window > 0 { ctx.yarn_window } else { ctx.windows.0 });
             let input = BlockIn {
-                ve,
+                layer: i,
+                ve: ve.as_ref().and_then(|v| v[i].as_ref()),
                 bank: &bank,
                 docs: ctx.docs.as_ref(),
                 windows,
                 training: ctx.training,
+                x0: &x0,
+                x0b: x0b.as_ref(),
+                // Upstream #77: the layers after the backout's attend over its layer's output.
+                attend_over: kept.as_ref().filter(|_| self.attend_backout),
             };
-            x = block.forward(x, &input)?;
+            x = block.forward(x, &input, &self.residual)?;
             if let Some(u) = &self.unet {
                 u.leave(k, &x, &mut skips);
-            }
-            self.keep(i, &x, &mut skipped, &mut kept);
-        }
-        Ok(self.finish(x, kept.as_ref(), &bank))
-    }
-
-    /// The trunk with residual lambdas per sublayer (upstream #73, parallel_residuals.rs;
-    /// upstream #74 flattens its forward into one function like this one).
-    /// idx: [B, T] -> the final hidden state [B*T, C], normed.
-    fn trunk_parallel(&self, p: &ParallelResiduals, idx: &Tensor, ctx: &Ctx) -> Result<Tensor> {
-        idx.size2().context("model input is [B, T] token ids")?;
-        let bank = self.scalars.tensor(); // [n] learned scalars
-        let x0 = self.embed.forward(idx, self.compute, &bank, ctx.split_embed); // [B, T, C]
-        let ve = self.value_embeds.as_ref().map(|v| v.lookup(idx, self.compute));
-        let x0b = self.bigram.as_ref().map(|b| b.lookup(idx, self.compute)); // [B, T, C]
-        let mut x = p.start(&x0, x0b.as_ref());
-        let (mut kept, mut skipped) = (None, None);
-        let windows =
-            (ctx.windows, if ctx.yarn_window > 0 { ctx.yarn_window } else { ctx.windows.0 });
-        for (i, block) in self.blocks.iter().enumerate().filter(|(_, b)| !b.is_empty()) {
-            if let (Some(s), Some(from)) = (&self.skip, &skipped) {
-                if s.to == i {
-                    x = s.add(&x, from, &x0, &bank);
-                }
-            }
-            let ve = ve.as_ref().and_then(|v| v[i].as_ref());
-            let input = BlockIn {
-                ve,
-                bank: &bank,
-                docs: ctx.docs.as_ref(),
-                windows,
-                training: ctx.training,
-            };
-            // Upstream #77: the layers after the backout's attend over its layer's output.
-            let a_in = match (&kept, self.attend_backout) {
-                (Some(k), true) => k,
-                _ => &x,
-            };
-            if let Some(a) = block.attention(a_in, &input)? {
-                x = p.after_attention(i, &x, &a, &x0, x0b.as_ref());
-            }
-            if let Some(m) = block.mlp(&x, ctx.training)? {
-                x = p.after_mlp(i, &x, &m);
             }
             self.keep(i, &x, &mut skipped, &mut kept);
         }
@@ -414,7 +383,7 @@ impl Gpt {
         }
     }
 
-    /// Both trunks' end: the backout, then the final norm. x: [B, T, C] -> [B*T, C]
+    /// The trunk's end: the backout, then the final norm. x: [B, T, C] -> [B*T, C]
     fn finish(&self, x: Tensor, kept: Option<&Tensor>, bank: &Tensor) -> Tensor {
         let x = match (&self.backout, kept) {
             (Some(o), Some(kept)) => o.apply(&x, kept, bank),

@@ -36,6 +36,9 @@ pub enum Role {
     Gate,
     /// An MLP matrix (c_fc, c_proj): upstream #48's Polar Express splits its last product.
     Mlp,
+    /// A QKVO weight whose Q and K Muon orthogonalizes in blocks of this many rows, a head
+    /// pair's (upstream #80; src/optim/qk_head_pairs.rs).
+    QkPairs(i64),
     /// The lm_head: upstream #53's untie copies it, with its Adam state, into `LateEmbed`.
     Head,
     /// The input embedding's own table after the untie; Adam leaves it alone until then.
@@ -138,6 +141,11 @@ impl Groups {
         let linear_storage = if r.bf16_linears { Storage::Bf16OnCuda } else { Storage::Fp32 };
         // Upstream #57 stores the block matrices in bf16 too (Muon keeps their mantissas).
         let matrix_storage = if r.bf16_matrices { Storage::Bf16OnCuda } else { Storage::Fp32 };
+        // Upstream #80: Q and K by head pairs of 2·head_dim rows.
+        let qkvo_role = match r.muon.as_ref().is_some_and(|m| m.qk_head_pairs) {
+            true => Role::QkPairs(2 * (r.n_embd / r.n_head) as i64),
+            false => Role::Qkvo,
+        };
         let muon_mul = |f: fn(&crate::recipe::LrMul) -> Option<f64>| {
             r.lr_mul.as_ref().and_then(f).unwrap_or(1.0)
         };
@@ -196,7 +204,7 @@ impl Groups {
                 ..fp32(Opt::Adam, r.lr_mul.as_ref().and_then(|m| m.skip_gate).unwrap_or(1.0), false)
             },
             hidden: fp32(Opt::Muon, 1.0, true),
-            qkvo: Group { role: Role::Qkvo, storage: matrix_storage, ..fp32(Opt::Muon, 1.0, true) },
+            qkvo: Group { role: qkvo_role, storage: matrix_storage, ..fp32(Opt::Muon, 1.0, true) },
             c_fc: Group {
                 role: Role::Mlp,
                 storage: matrix_storage,

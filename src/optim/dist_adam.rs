@@ -52,10 +52,10 @@ pub struct AdamConfig {
 }
 
 pub struct DistAdam {
-    params: Vec<Param>,
+    pub(super) params: Vec<Param>,
     cfg: AdamConfig,
     /// (m, v) of this rank's shard of each param ([n/W, ...]); empty before the first step.
-    state: Vec<(Tensor, Tensor)>,
+    pub(super) state: Vec<(Tensor, Tensor)>,
     t: i32,
 }
 
@@ -173,20 +173,6 @@ impl DistAdam {
 
     pub fn config(&self) -> &AdamConfig {
         &self.cfg
-    }
-
-    /// Upstream #53's untie: the head's weight and this rank's Adam state (m, v; the step
-    /// count is shared) copied into the untied embedding's.
-    pub fn untie(&mut self) -> Result<()> {
-        let find = |role| self.params.iter().position(|p| p.group.role == role);
-        let (Some(h), Some(e)) = (find(Role::Head), find(Role::LateEmbed)) else {
-            bail!("dist_adam: the untie needs the head and the untied embedding in this Adam")
-        };
-        ensure!(!self.state.is_empty(), "dist_adam: the untie comes after Adam's first step");
-        tch::no_grad(|| self.params[e].tensor.shallow_clone().f_copy_(&self.params[h].tensor))?;
-        let (m, v) = (self.state[h].0.copy(), self.state[h].1.copy());
-        self.state[e] = (m, v);
-        Ok(())
     }
 
     /// Deep copies of the state: the step count (a 0-dim int64), then m and v of every param

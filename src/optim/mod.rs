@@ -10,4 +10,6 @@ pub mod normuon;
 pub mod optimizer;
 pub mod param_table;
 pub mod polar_express;
+pub mod qk_head_pairs;
 pub mod schedule;
+pub mod untie;

@@ -30,7 +30,7 @@
 //! collectives carry, not the update, which is the same per parameter.
 use super::newton_schulz::orthogonalize;
 use super::param_table::ParamRow;
-use super::{cautious_wd, mantissa, normuon, polar_express};
+use super::{cautious_wd, mantissa, normuon, polar_express, qk_head_pairs};
 use crate::dist::{Collectives, Op};
 use crate::model::params::{Param, Role};
 use crate::recipe::{Orthogonalizer, SplitProduct};
@@ -58,8 +58,6 @@ pub struct MuonConfig {
     pub mantissa: bool,
     /// A QKVO weight's shape factor is its C x C matrices' (upstream #61).
     pub qkvo_square: bool,
-    /// Q and K orthogonalized in blocks of this many rows, a head pair's (upstream #80).
-    pub qk_block: Option<i64>,
     /// The kind Newton–Schulz computes in: bf16 on CUDA, fp32 on CPU.
     pub kind: Kind,
 }
@@ -310,12 +308,12 @@ impl Muon {
 
 /// A band of a parameter's rows that Muon orthogonalizes on its own, as matrices of `view`,
 /// normalized by NorMuon over `dim` with a second moment of its own.
-struct Piece {
+pub(super) struct Piece {
     /// Rows of the parameter viewed as [R, cols].
-    first: i64,
-    rows: i64,
-    view: Vec<i64>,
-    dim: i64,
+    pub(super) first: i64,
+    pub(super) rows: i64,
+    pub(super) view: Vec<i64>,
+    pub(super) dim: i64,
 }
 
 impl Muon {
@@ -327,24 +325,9 @@ impl Muon {
         let (shape, role) = (p.tensor.size(), p.group.role);
         let (n, cols) = (shape.len(), shape[shape.len() - 1]);
         let all_rows = shape[..n - 1].iter().product::<i64>();
-        match (role, self.cfg.qk_block) {
-            // NorMuon's dim by each block's shape, as upstream's: per column for the (wide)
-            // [2·head_dim, C] pairs at full size, per row for the square V and O.
-            (Role::Qkvo, Some(block)) => vec![
-                Piece {
-                    first: 0,
-                    rows: 2 * cols,
-                    view: vec![-1, block, cols],
-                    dim: normuon::reduced_dim(&[block, cols], false),
-                },
-                Piece {
-                    first: 2 * cols,
-                    rows: 2 * cols,
-                    view: vec![2, cols, cols],
-                    dim: normuon::reduced_dim(&[cols, cols], false),
-                },
-            ],
-            (Role::Qkvo, None) => {
+        match role {
+            Role::QkPairs(block) => qk_head_pairs::pieces(cols, block),
+            Role::Qkvo => {
                 let dim = normuon::reduced_dim(&shape, false);
                 vec![Piece { first: 0, rows: all_rows, view: vec![4, -1, cols], dim }]
             }
@@ -414,7 +397,7 @@ impl Muon {
     fn shape_factor(&self, i: usize) -> f64 {
         let p = &self.params[i];
         match (p.group.role, self.cfg.qkvo_square) {
-            (Role::Qkvo, true) => 1.0,
+            (Role::Qkvo | Role::QkPairs(_), true) => 1.0,
             _ => shape_factor(&p.tensor.size()),
         }
     }

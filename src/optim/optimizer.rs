@@ -89,7 +89,6 @@ impl Optimizer {
             split_product: m.split_product,
             mantissa: r.bf16_matrices,
             qkvo_square: m.qkvo_square,
-            qk_block: m.qk_head_pairs.then_some(2 * (r.n_embd / r.n_head) as i64),
             kind: compute,
         };
         Ok(Optimizer::MuonAdam {

@@ -91,9 +91,10 @@ pub fn ranks<T: Send>(
     })
 }
 
-/// Record #29's manifest with `lines` added to its `[recipe]` (replacing keys of the same name).
-pub fn record_29_with(lines: &str, scale: Scale) -> Recipe {
-    record_with(29, lines, scale)
+/// Record `n`'s recipe at `scale`, from its manifest.
+pub fn record(n: u32, scale: Scale) -> Recipe {
+    let path = format!("{}/records/{n:02}.toml", env!("CARGO_MANIFEST_DIR"));
+    Recipe::from_manifest(Path::new(&path), scale, None).unwrap()
 }
 
 /// Record `n`'s manifest with `lines` (TOML `key = value`) replacing or adding recipe keys.
