@@ -13,7 +13,8 @@ use trainer::model::relu2_mlp::Relu2Mlp;
 use trainer::model::rotary::Rotary;
 use trainer::model::softcap::softcap;
 use trainer::model::Ctx;
-use trainer::recipe::{self, lab, Recipe, Scale, Softcap, Windows};
+use trainer::optim::schedule::Schedule;
+use trainer::recipe::{self, lab, Recipe, Scale, Softcap};
 
 const F64: (Kind, Device) = (Kind::Double, Device::Cpu);
 
@@ -129,16 +130,16 @@ fn softcap_is_a_shifted_tanh_inside_zero_and_cap() {
     assert_eq!(at0.double_value(&[0]), 15.0);
 }
 
-/// Spec §2.6: three equal stages of 1,670 steps.
+/// Spec §2.6: three equal stages of 1,670 steps, as the schedule gives the windows.
 #[test]
 fn window_schedule_matches_the_spec_table() {
-    let w = Windows { block: 128, schedule: vec![3, 7, 11], final_ws: None, final_long: None };
-    for (step, ws) in [(0, 3), (556, 3), (557, 7), (1113, 7), (1114, 11), (1670, 11)] {
-        assert_eq!(w.ws(step, 1671), ws, "step {step}");
+    let s = Schedule::new(&common::record(29, Scale::Full));
+    let (ws3, ws7, ws11) = ((384, 128), (896, 384), (1408, 640));
+    for (step, windows) in
+        [(0, ws3), (556, ws3), (557, ws7), (1113, ws7), (1114, ws11), (1670, ws11)]
+    {
+        assert_eq!(s.at(step).windows, windows, "step {step}");
     }
-    assert_eq!(w.sizes(0, 1671), (384, 128));
-    assert_eq!(w.sizes(800, 1671), (896, 384));
-    assert_eq!(w.sizes(1670, 1671), (1408, 640));
 }
 
 #[test]

@@ -40,6 +40,85 @@ impl Plan {
     }
 }
 
+/// The training's stages, the one rule every step-dependent value reads (upstream #65 makes
+/// them one `TrainingSchedule`): `n` stages (the windows schedule's) over the `clock` scheduled
+/// steps of the run; the steps past the clock are #35's extension. Stage k holds the steps with
+/// ⌊n·step/divisor⌋ = k, the divisor one more than the scheduled steps until #42 and the
+/// scheduled steps from it; from #65, the steps from round(k·clock/n) to the next bound, each
+/// knowing the fraction of its stage done. Past the clock every step is in the last stage.
+#[derive(Debug, Clone, Copy)]
+pub struct Stages {
+    n: u64,
+    clock: u64,
+    divisor: u64,
+    rounded: bool,
+    /// The extension runs at the lr floor and the final windows (upstream #42).
+    extension_final: bool,
+}
+
+impl Stages {
+    pub fn new(r: &Recipe) -> Stages {
+        let clock = r.steps - r.iteration_extension.min(r.steps);
+        Stages {
+            n: r.windows.as_ref().map_or(1, |w| w.schedule.len()) as u64,
+            clock,
+            divisor: if r.extension_final { clock } else { clock + 1 },
+            rounded: r.rounded_stages,
+            extension_final: r.extension_final,
+        }
+    }
+
+    /// The scheduled steps: the lr, windows and weights run on them and stay at their end
+    /// through the extension.
+    pub fn clock(&self) -> u64 {
+        self.clock
+    }
+
+    /// Whether `step` is in the extension that sits at the lr floor and the final windows
+    /// (upstream #42).
+    pub fn extending(&self, step: u64) -> bool {
+        self.extension_final && step >= self.clock
+    }
+
+    /// The stage holding `step`.
+    pub fn of(&self, step: u64) -> usize {
+        match self.rounded {
+            true => self.with_fraction(step).0,
+            false if step >= self.clock => self.n as usize - 1,
+            false => (self.n * step / self.divisor.max(1)).min(self.n - 1) as usize,
+        }
+    }
+
+    /// Upstream #65's (k, t): the stage holding `step`, k starting at round(k·clock/n), and the
+    /// fraction t of it done (1 from the end of the schedule on).
+    pub fn with_fraction(&self, step: u64) -> (usize, f64) {
+        let (n, clock) = (self.n, self.clock);
+        let start = |k: u64| (k as f64 * clock as f64 / n as f64).round() as u64;
+        if step >= clock {
+            return (n as usize - 1, 1.0);
+        }
+        let k = (1..n).filter(|&k| step >= start(k)).count() as u64;
+        let (a, b) = (start(k), start(k + 1));
+        (k as usize, (step - a) as f64 / (b - a).max(1) as f64)
+    }
+
+    /// The first step of each stage.
+    pub fn starts(&self) -> Vec<u64> {
+        (0..self.n as usize).filter_map(|k| (0..self.clock).find(|&s| self.of(s) == k)).collect()
+    }
+}
+
+/// Muon's lr and momentum schedule: from `start` up to `end` over the first `warmup` steps
+/// (record #9), back down to `start` over the last `cooldown` (upstream #39).
+#[derive(Debug, Clone, Copy)]
+struct MuonSchedule {
+    lr: f64,
+    start: f64,
+    end: f64,
+    warmup: u64,
+    cooldown: u64,
+}
+
 /// A run's step-dependent values, resolved from the recipe once.
 #[derive(Debug, Clone)]
 pub struct Schedule {
@@ -47,15 +126,13 @@ pub struct Schedule {
     lr: LrSchedule,
     warmup_steps: u64,
     min_lr_frac: f64,
-    /// (lr, start, end, warmup steps, cooldown steps) of Muon's momentum.
-    muon: Option<(f64, f64, f64, u64, u64)>,
+    muon: Option<MuonSchedule>,
     adam_lr: f64,
     windows: Option<Windows>,
     untimed_warmup: u64,
     /// Steps at the end past the schedules' clock (upstream #35).
     extension: u64,
-    /// The extension runs at the lr floor and the final windows (upstream #42).
-    extension_final: bool,
+    stages: Stages,
     /// The batch's share of batch_tokens per windows stage (one entry without a batch
     /// schedule), and the windows block micro-batches are rounded to.
     batch_shares: Vec<f64>,
@@ -64,8 +141,7 @@ pub struct Schedule {
     mtp: Option<Vec<f64>>,
     /// (the step after which the head is copied, the first step on the untied embedding).
     split: Option<(u64, u64)>,
-    /// Stage k starts at round(k·S/n) of the S scheduled steps, and the lr level, the
-    /// multi-token weights and the cooldown follow upstream #65's stages.
+    /// The lr level, the multi-token weights and the cooldown follow upstream #65's stages.
     rounded: bool,
     /// The longest document per windows stage (upstream #72).
     doc_lens: Option<Vec<usize>>,
@@ -78,15 +154,18 @@ impl Schedule {
             lr: r.lr_schedule.clone(),
             warmup_steps: r.warmup_steps,
             min_lr_frac: r.min_lr_frac,
-            muon: r.muon.as_ref().map(|m| {
-                let cooldown = m.momentum_cooldown.unwrap_or(0);
-                (m.lr, m.momentum_start, m.momentum, m.momentum_warmup, cooldown)
+            muon: r.muon.as_ref().map(|m| MuonSchedule {
+                lr: m.lr,
+                start: m.momentum_start,
+                end: m.momentum,
+                warmup: m.momentum_warmup,
+                cooldown: m.momentum_cooldown.unwrap_or(0),
             }),
             adam_lr: r.lr,
             windows: r.windows.clone(),
             untimed_warmup: r.untimed_warmup,
             extension: r.iteration_extension,
-            extension_final: r.extension_final,
+            stages: Stages::new(r),
             batch_shares: match &r.batch_schedule {
                 Some(sizes) => {
                     let last = *sizes.last().unwrap_or(&1) as f64;
@@ -99,7 +178,7 @@ impl Schedule {
             mtp: r.mtp.clone(),
             split: r.head_embed.as_ref().and_then(|h| Some((h.untie_at?, h.untie_step))).map(
                 |(at, rule)| {
-                    let clock = r.steps - r.iteration_extension.min(r.steps);
+                    let clock = Stages::new(r).clock();
                     let s = match rule {
                         UntieStep::OddBefore | UntieStep::OddFrom => (at * clock as f64).ceil(),
                         UntieStep::OddAtRounded => (at * clock as f64).round(),
@@ -112,28 +191,6 @@ impl Schedule {
             ),
             rounded: r.rounded_stages,
             doc_lens: r.doc_len_schedule.clone(),
-        }
-    }
-
-    /// Upstream #65's stages of the `clock` scheduled steps: (k, t) for the stage k holding
-    /// `step`, k starting at round(k·clock/n) of n, and t the fraction of the stage done (1 from
-    /// the end of the schedule on).
-    fn rounded_stage(&self, step: u64, clock: u64) -> (usize, f64) {
-        let n = self.windows.as_ref().map_or(1, |w| w.schedule.len()) as u64;
-        let start = |k: u64| (k as f64 * clock as f64 / n as f64).round() as u64;
-        if step >= clock {
-            return (n as usize - 1, 1.0);
-        }
-        let k = (1..n).filter(|&k| step >= start(k)).count() as u64;
-        let (a, b) = (start(k), start(k + 1));
-        (k as usize, (step - a) as f64 / (b - a).max(1) as f64)
-    }
-
-    /// The windows' (and batch's) stage at `step` of `clock` scheduled steps.
-    fn window_stage(&self, w: &Windows, step: u64, clock: u64) -> usize {
-        match self.rounded {
-            true => self.rounded_stage(step, clock).0,
-            false => w.stage(step, self.divisor(clock)),
         }
     }
 
@@ -151,9 +208,9 @@ impl Schedule {
         let steps = self.steps;
         // With an extension, lr and windows run on the scheduled steps and stay at their
         // end (upstream #35 caps the progress at 0.9999) through the extension.
-        let clock = steps - self.extension.min(steps);
+        let clock = self.stages.clock();
         // Upstream #42: the extension sits at the lr floor and the final windows.
-        let extending = self.extension_final && step >= clock;
+        let extending = self.stages.extending(step);
         let lr_factor = match &self.lr {
             _ if extending => self.min_lr_frac,
             LrSchedule::WarmupCosine => {
@@ -169,7 +226,7 @@ impl Schedule {
             // Upstream #65: the stage's level, then linear from it to the floor over the steps
             // from int(S·(1 − cooldown_frac)) to S.
             LrSchedule::StagedDecay { cooldown_frac, stage_max, .. } if self.rounded => {
-                let level = stage_max[self.rounded_stage(step, clock).0.min(stage_max.len() - 1)];
+                let level = stage_max[self.stages.of(step).min(stage_max.len() - 1)];
                 let from = (clock as f64 * (1.0 - cooldown_frac)) as u64;
                 let t = (step.saturating_sub(from) as f64 / (clock - from).max(1) as f64).min(1.0);
                 level * (1.0 - t) + self.min_lr_frac * t
@@ -180,15 +237,15 @@ impl Schedule {
                 level * stable_decay_at(x, *cooldown_frac, self.min_lr_frac / level)
             }
         };
-        let momentum = self.muon.map(|(_, from, to, warmup, cooldown)| {
-            let mu = momentum_warmup(step, warmup, from, to);
-            momentum_cooldown(step, (steps, cooldown), to, from).unwrap_or(mu)
+        let momentum = self.muon.map(|m| {
+            let mu = momentum_warmup(step, m.warmup, m.start, m.end);
+            momentum_cooldown(step, (steps, m.cooldown), m.end, m.start).unwrap_or(mu)
         });
         let (windows, yarn_window, batch_share) = self.stage(step);
         let max_doc_len = self.doc_lens.as_ref().map(|d| {
             let k = match &self.windows {
-                Some(w) if step < clock => self.window_stage(w, step, clock),
-                _ => d.len() - 1,
+                Some(_) => self.stages.of(step),
+                None => d.len() - 1,
             };
             d[k.min(d.len() - 1)]
         });
@@ -198,7 +255,7 @@ impl Schedule {
         if let Some(base) = &self.mtp {
             let w = match self.rounded {
                 true => {
-                    let (k, t) = self.rounded_stage(step, clock);
+                    let (k, t) = self.stages.with_fraction(step);
                     mtp::weights_in_stage(base, k, t)
                 }
                 false => mtp::weights(base, step as f64 / clock.max(1) as f64),
@@ -223,8 +280,7 @@ impl Schedule {
     /// Step `step`'s (long, short) windows, YaRN's window and batch share.
     fn stage(&self, step: u64) -> ((i64, i64), i64, f64) {
         let steps = self.steps;
-        let clock = steps - self.extension.min(steps);
-        let extending = self.extension_final && step >= clock;
+        let extending = self.stages.extending(step);
         let (windows, yarn_window) = match &self.windows {
             None => ((0, 0), 0),
             // The final validation (upstream #31, #33): YaRN extended to final_ws, the long
@@ -235,13 +291,13 @@ impl Schedule {
                 (sizes, sizes.0)
             }
             Some(w) => {
-                let sizes = w.sizes_of(w.schedule[self.window_stage(w, step, clock)]);
+                let sizes = w.sizes_of(w.schedule[self.stages.of(step)]);
                 (sizes, sizes.0)
             }
         };
         // The batch follows the windows' stages; the extension and the end take the last.
         let stage = match &self.windows {
-            Some(w) if step < clock => self.window_stage(w, step, clock),
+            Some(_) => self.stages.of(step),
             _ => self.batch_shares.len() - 1,
         };
         let batch_share = self.batch_shares[stage.min(self.batch_shares.len() - 1)];
@@ -256,16 +312,6 @@ impl Schedule {
         }
         let (now, before) = (self.stage(step), self.stage(step - 1));
         now.0 .0 != before.0 .0 || now.2 != before.2
-    }
-
-    /// What the windows' stage divides the step by: one more than the scheduled steps, as
-    /// upstream until #42, which divides by the scheduled steps (`extension_final` is its key).
-    fn divisor(&self, clock: u64) -> u64 {
-        if self.extension_final {
-            clock
-        } else {
-            clock + 1
-        }
     }
 
     /// Tokens of one micro-batch at `plan` when a full one has `full`: its batch share, rounded
@@ -295,11 +341,9 @@ impl Schedule {
         let mut plan = Plan { step: i, ..self.at(0) };
         let Some(w) = &self.windows else { return plan };
         if self.batch_shares.len() > 1 {
-            let clock = self.steps - self.extension.min(self.steps);
-            let mut starts: Vec<u64> = (0..w.schedule.len())
-                .filter_map(|k| (0..clock).find(|&s| self.window_stage(w, s, clock) == k))
-                .collect();
-            if self.extension_final && self.extension > 0 {
+            let clock = self.stages.clock();
+            let mut starts = self.stages.starts();
+            if self.extension > 0 && self.stages.extending(clock) {
                 starts.push(clock);
             }
             let k = (i * starts.len() as u64 / self.untimed_warmup.max(1)) as usize;
@@ -331,9 +375,10 @@ impl Schedule {
                     || l.mtp_weights().len() != p.mtp_weights().len()
                     || l.split_embed != p.split_embed
             }) || p.untie_after
-                || self.muon.is_some_and(|m| step == m.3 || step + m.4 == self.steps);
+                || self.muon.is_some_and(|m| step == m.warmup || step + m.cooldown == self.steps);
             if stage || step == self.steps || (every > 0 && step % every == 0) {
-                let muon_lr = self.muon.map_or("-".into(), |m| format!("{:.6}", m.0 * p.lr_factor));
+                let muon_lr =
+                    self.muon.map_or("-".into(), |m| format!("{:.6}", m.lr * p.lr_factor));
                 let momentum = p.momentum.map_or("-".into(), |m| format!("{m:.4}"));
                 let mtp = match p.mtp_weights() {
                     [] => "-".to_string(),

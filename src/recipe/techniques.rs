@@ -96,23 +96,6 @@ pub struct Windows {
 }
 
 impl Windows {
-    /// The schedule's stage at `step`: floor(len·step/divisor). Upstream divides by one more
-    /// than the steps until #42, by the scheduled steps from it.
-    pub fn stage(&self, step: u64, divisor: u64) -> usize {
-        let n = self.schedule.len() as u64;
-        (n * step / divisor.max(1)).min(n - 1) as usize
-    }
-
-    /// ws at `step` (see [`Windows::stage`] for the divisor).
-    pub fn ws(&self, step: u64, divisor: u64) -> usize {
-        self.schedule[self.stage(step, divisor)]
-    }
-
-    /// (long, short) windows in tokens at `step`.
-    pub fn sizes(&self, step: u64, divisor: u64) -> (i64, i64) {
-        self.sizes_of(self.ws(step, divisor))
-    }
-
     /// (long, short) windows in tokens for window size `ws`: ws and ws/2 blocks.
     pub fn sizes_of(&self, ws: usize) -> (i64, i64) {
         ((ws * self.block) as i64, (ws / 2 * self.block) as i64)
