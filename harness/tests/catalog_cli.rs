@@ -151,3 +151,24 @@ fn the_upstream_records_of_a_span_are_listed_and_credited() {
     assert!(text.contains("upstream #34 · PR #130 by @classiclarryd, 2025-09-18"), "{text}");
     assert_eq!(text.matches("\n  upstream #").count(), 9, "one credit per commit");
 }
+
+/// `list --all`: every upstream record of the series once, oldest first, with the step count of
+/// its linked log and its logs' evidence from the manifest (no fetch), and the patch holding it.
+#[test]
+fn list_all_shows_every_upstream_record_with_its_logs_evidence() {
+    let root = root_with_real_manifests();
+    let out = records(root.path(), &["list", "--all"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let rows: Vec<&str> = text.lines().skip_while(|l| !l.contains("its logs")).skip(1).collect();
+    let numbers: Vec<u32> =
+        rows.iter().map(|l| l.split_whitespace().next().unwrap().parse().unwrap()).collect();
+    let want: Vec<u32> = (30..=84).filter(|n| !(81..=83).contains(n)).collect();
+    assert_eq!(numbers, want, "{text}");
+    let row = |n: &str| *rows.iter().find(|l| l.trim_start().starts_with(n)).unwrap();
+    // #38: 7 logs of 1,670 steps, mean 3.2790 (records/38.toml's evidence, the same logs).
+    assert!(row("38 ").contains("1670  3.2790 (p = ") && row("38 ").contains("7 logs"), "{text}");
+    assert!(row("38 ").contains("#38"), "{text}");
+    assert!(row("66 ").contains("no log") && row("66 ").contains("#84"), "{text}");
+    assert!(row("69 ").contains("(1 log)"), "{text}");
+}

@@ -64,6 +64,17 @@ pub struct Upstream {
     pub authors: Vec<String>,
     pub date: String,
     pub time_text: String,
+    /// Its folder in upstream's records/track_1_short/ (None: #66 has no log).
+    #[serde(default)]
+    pub folder: Option<String>,
+    /// The step count of the log upstream's table links.
+    #[serde(default)]
+    pub steps: Option<u64>,
+    /// The final val loss and train time of each log in the folder at that step count.
+    #[serde(default)]
+    pub val_losses: Vec<f64>,
+    #[serde(default)]
+    pub train_times_s: Vec<f64>,
 }
 
 /// "PR #N", or "no PR".

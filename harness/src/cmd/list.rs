@@ -1,13 +1,20 @@
 //! `records list`: the records, one line each.
 use records::paths;
+use records::present::figures;
 use records::run::replays;
+use records::verdict::stats;
 
 /// List the records with upstream's PR, date, official time and steps, and this machine's lab
 /// result of each (its newest replay over its whole lab budget).
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Also every upstream record inside the series (#30-#84): upstream's figures and its logs'
+    /// evidence (mean val loss, the one-sided t-test against 3.28), and whose patch holds it
+    #[arg(long)]
+    all: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<()> {
+pub fn run(args: Args) -> anyhow::Result<()> {
     let root = paths::repo_root()?;
     let catalog = super::load_catalog(&root, None)?;
     let results = paths::results_dir(&root);
@@ -44,5 +51,48 @@ pub fn run(_args: Args) -> anyhow::Result<()> {
     if !missing.is_empty() {
         println!("not yet in the lab: {}", missing.join(", "));
     }
+    if args.all {
+        println!();
+        upstream_table(&catalog);
+    }
     Ok(())
+}
+
+/// Every upstream record of the series, oldest first (official figures are upstream's).
+fn upstream_table(catalog: &records::catalog::Catalog) {
+    println!(
+        "{:>3}  {:<8} {:<10}  {:>16}  {:>6}  {:<34}  {:<5}  title",
+        "#",
+        "PR",
+        "date",
+        "official (8xH100)",
+        "steps",
+        "its logs: val loss (t-test < 3.28)",
+        "patch"
+    );
+    let mut rows: Vec<(u32, &records::catalog::Upstream)> = catalog
+        .records()
+        .iter()
+        .flat_map(|m| m.upstream.iter().map(|u| (m.record.number, u)))
+        .collect();
+    rows.sort_by_key(|(_, u)| u.number);
+    for (patch, u) in rows {
+        let pr = u.pr.map_or("-".to_string(), |p| format!("#{p}"));
+        let steps = u.steps.map_or("-".to_string(), |s| s.to_string());
+        let evidence =
+            match (stats::mean(&u.val_losses), stats::ttest_1samp_less(&u.val_losses, 3.28)) {
+                (Some(m), Some(t)) => format!(
+                    "{} (p = {}, {} logs)",
+                    figures::loss(m),
+                    figures::p_value(t.p),
+                    u.val_losses.len()
+                ),
+                (Some(m), None) => format!("{} (1 log)", figures::loss(m)),
+                _ => "no log".to_string(),
+            };
+        println!(
+            "{:>3}  {:<8} {:<10}  {:>16}  {:>6}  {evidence:<34}  #{patch:<4}  {}",
+            u.number, pr, u.date, u.time_text, steps, u.title
+        );
+    }
 }
