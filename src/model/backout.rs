@@ -4,6 +4,7 @@
 //! h = x_L − λ·x_k          x_k: the residual stream after layer k (upstream: 8 of 12)
 //! ```
 //! λ comes from the scalar bank, init 0.5.
+use super::builder::Builder;
 use super::scalars::{ScalarBank, Slot};
 use tch::Tensor;
 
@@ -14,6 +15,11 @@ pub struct Backout {
 }
 
 impl Backout {
+    /// The recipe's backout of its layer's output.
+    pub fn build(b: &mut Builder) -> Option<Backout> {
+        b.r.backout.map(|layer| Backout::new(&mut b.scalars, layer))
+    }
+
     pub fn new(bank: &mut ScalarBank, layer: usize) -> Backout {
         Backout { layer, lambda: bank.reserve("backout", &[0.5]) }
     }

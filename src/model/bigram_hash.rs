@@ -13,6 +13,7 @@
 //! slower and no better). Upstream hashes on the CPU in its loader (#62), on the GPU from #68 and
 //! on the CPU again from #71, into pinned memory; the integers are the same, ours hash on the
 //! device.
+use super::builder::Builder;
 use super::params::{Group, ParamSet};
 use super::scalars::{ScalarBank, Slot};
 use tch::{Kind, Tensor};
@@ -27,6 +28,19 @@ pub struct BigramHash {
 }
 
 impl BigramHash {
+    /// The recipe's bigram table; its lambdas in the bank until upstream #73 moves them into
+    /// the residual rule.
+    pub fn build(b: &mut Builder) -> Option<BigramHash> {
+        let r = b.r;
+        let h = r.bigram_hash.as_ref()?;
+        let rows = (h.rows_per_vocab as i64) * b.vp;
+        let table = BigramHash::new(&mut b.ps, (rows, b.c), b.g.value_embeds);
+        Some(match r.parallel_residuals {
+            Some(_) => table,
+            None => table.with_bank_lambdas(&mut b.scalars, b.l, h.lambda as f32),
+        })
+    }
+
     pub fn new(ps: &mut ParamSet, (rows, c): (i64, i64), g: Group) -> BigramHash {
         BigramHash { table: ps.zeros("bigram_embed", &[rows, c], g), lambdas: None }
     }

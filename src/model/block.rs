@@ -2,11 +2,14 @@
 //! stream. Which attention and MLP a layer has is decided once, when the model is built.
 use super::attend::Docs;
 use super::attention::Attention;
+use super::builder::Builder;
 use super::mlp::Mlp;
 use super::norm::Norm;
 use super::parallel_residuals::ParallelResiduals;
 use super::relu2_mlp::Relu2Mlp;
-use super::windowed_attention::WindowedAttention;
+use super::sa_lambdas::LayerLambdas;
+use super::windowed_attention::{Rope, WindowedAttention};
+use crate::recipe::Activation;
 use anyhow::{Context, Result};
 use tch::Tensor;
 
@@ -19,11 +22,47 @@ pub enum Attn {
     None,
 }
 
+impl Attn {
+    /// Record #1's dense attention, none ('-' in `attn_layers`), or windowed attention.
+    fn build(
+        b: &mut Builder,
+        i: usize,
+        name: &str,
+        rope: Option<&Rope>,
+        sa: Option<&[LayerLambdas]>,
+    ) -> Attn {
+        match b.r.attn_layers.as_deref().and_then(|p| p.chars().nth(i)) {
+            None => {
+                Attn::Dense(Attention::new(&mut b.ps, name, b.c, b.r.n_head as i64, b.stds, &b.g))
+            }
+            Some('-') => Attn::None,
+            Some(w) => {
+                // Recipe::validate: attn_layers needs rotary; it reserved the lambdas.
+                let (rot, sa) =
+                    rope.zip(sa).expect("a validated recipe has rotary with attn_layers");
+                Attn::Windowed(WindowedAttention::build(b, name, (i, w), (rot.clone(), sa[i])))
+            }
+        }
+    }
+}
+
 pub enum Ffn {
     Gelu(Mlp),
     Relu2(Relu2Mlp),
     /// No MLP in this layer (upstream #30: layer 0).
     None,
+}
+
+impl Ffn {
+    /// None ('-' in `mlp_layers`), record #1's GELU MLP, or upstream's ReLU² one.
+    fn build(b: &mut Builder, i: usize, name: &str) -> Ffn {
+        let r = b.r;
+        match (r.mlp_layers.as_deref().and_then(|p| p.chars().nth(i)), r.activation) {
+            (Some('-'), _) => Ffn::None,
+            (_, Activation::Gelu) => Ffn::Gelu(Mlp::new(&mut b.ps, name, b.c, b.stds, &b.g)),
+            (_, Activation::Relu2) => Ffn::Relu2(Relu2Mlp::build(b, name)),
+        }
+    }
 }
 
 pub struct Block {
@@ -69,6 +108,26 @@ pub struct BlockIn<'a> {
 }
 
 impl Block {
+    /// Layer `i` as the recipe has it: its attention (dense, windowed or none) and MLP, then
+    /// their norms. `rope` and `sa` are what every windowed layer shares.
+    pub fn build(
+        b: &mut Builder,
+        i: usize,
+        rope: Option<&Rope>,
+        sa: Option<&[LayerLambdas]>,
+    ) -> Block {
+        let n = format!("blocks.{i}");
+        let attn = Attn::build(b, i, &format!("{n}.attn"), rope, sa);
+        let mlp = Ffn::build(b, i, &format!("{n}.mlp"));
+        let norm = (b.r.norm, b.r.ln_eps);
+        Block {
+            norm_1: Norm::new(&mut b.ps, &format!("{n}.ln_1"), b.c, norm, b.g.vector),
+            attn,
+            norm_2: Norm::new(&mut b.ps, &format!("{n}.ln_2"), b.c, norm, b.g.vector),
+            mlp,
+        }
+    }
+
     /// Neither attention nor MLP: the layer is skipped whole (upstream #35's layer 0).
     pub fn is_empty(&self) -> bool {
         matches!((&self.attn, &self.mlp), (Attn::None, Ffn::None))

@@ -1,9 +1,11 @@
 //! The token embedding and what turns it into the residual stream's start x0: record #1's
 //! learned positions added to it, or upstream #8's RMSNorm of it (positions then come from
 //! rotary inside attention), after upstream #34's smear when the recipe has it.
+use super::builder::Builder;
 use super::norm::rms_norm;
 use super::params::{Group, ParamSet};
 use super::smear::Smear;
+use crate::recipe::Init;
 use tch::{nn, Kind, Tensor};
 
 pub struct Embedding {
@@ -17,6 +19,31 @@ pub struct Embedding {
 }
 
 impl Embedding {
+    /// The recipe's embedding: its own table, or `shared` (the head's weight, upstream #51),
+    /// with #53's untied table, record #1's learned positions or #8's norm.
+    pub fn build(b: &mut Builder, shared: Option<&Tensor>) -> Embedding {
+        let r = b.r;
+        // llm.c initialises only the first vocab_size rows; the padding rows stay zero.
+        let sizes = (r.vocab_size as i64, b.vp, b.c);
+        let zero_padding = r.init != Init::Uniform;
+        let mut embed = match shared {
+            Some(w) => Embedding::from_table(w.shallow_clone()),
+            None => Embedding::new(&mut b.ps, sizes, b.embed_init, zero_padding, b.g.embed),
+        };
+        // Upstream #53: a table of its own from the untie on, overwritten then by the head's.
+        if r.head_embed.as_ref().is_some_and(|h| h.untie_at.is_some()) {
+            let table = b.ps.add("embed", &[b.vp, b.c], b.embed_init, b.g.late_embed);
+            embed = embed.with_untied(table);
+        }
+        if r.rotary.is_none() {
+            embed = embed.with_positions(&mut b.ps, r.max_seq_len as i64, r.init_std, b.g.embed);
+        }
+        if r.embed_norm {
+            embed = embed.with_norm(r.ln_eps);
+        }
+        embed
+    }
+
     /// `table` starts from `init`; llm.c's padding rows (past `vocab`) are zeroed when
     /// `zero_padding`.
     pub fn new(

@@ -13,6 +13,8 @@
 //! departures ours does not copy: the sigmoid's values rounded to bf16, and the gradient's
 //! softmax term weighted by the sum of all MTP weights even on the last rows, whose later
 //! targets are past the buffer.
+use super::builder::Builder;
+use super::embedding::Embedding;
 use super::fp8_head::{fp8_linear, Fp8Scales};
 use super::mtp;
 use super::norm::Norm;
@@ -34,6 +36,32 @@ pub struct Head {
 }
 
 impl Head {
+    /// The head: the final norm and the output matrix (`shared`, upstream #51's; its own, #8's;
+    /// or the embedding's table), with the recipe's FP8, softcap and loss precision.
+    pub fn build(b: &mut Builder, shared: Option<Tensor>, embed: &Embedding) -> Head {
+        let r = b.r;
+        let norm = Norm::new(&mut b.ps, "ln_f", b.c, (r.norm, r.ln_eps), b.g.vector);
+        let weight = match (shared, r.untied_head) {
+            (Some(w), _) => w,
+            (None, true) => b.ps.zeros("lm_head", &[b.vp, b.c], b.g.head),
+            (None, false) => embed.table(),
+        };
+        let vocab = (!r.loss_over_padding).then_some(r.vocab_size as i64);
+        let mut head = Head::new(norm, weight, vocab, b.compute);
+        if let Some(f) = &r.fp8_head {
+            let mut scales = Fp8Scales::for_width(r.n_embd, f.w_scale, f.grad_scale);
+            scales.x = f.x_scale.unwrap_or(scales.x);
+            head = head.with_fp8(scales);
+        }
+        if let Some(s) = &r.softcap {
+            head = head.with_softcap(s.clone());
+        }
+        if r.bf16_loss {
+            head = head.with_low_precision_loss();
+        }
+        head
+    }
+
     pub fn new(norm: Norm, weight: Tensor, vocab: Option<i64>, compute: Kind) -> Head {
         Head { norm, weight, fp8: None, softcap: None, vocab, compute, low_precision_loss: false }
     }
@@ -110,3 +138,10 @@ impl Head {
 /// Tokens per slice of the head in evaluation: one full-scale val batch of record #1 (64 rows
 /// of 1,024), so record #1 never slices.
 const EVAL_SLICE: i64 = 65_536;
+
+/// Upstream #51: the head's weight, N(0, init_std), made before every other parameter, because
+/// the input embedding reads it.
+pub fn shared_weight(b: &mut Builder) -> Option<Tensor> {
+    let h = b.r.head_embed.as_ref()?;
+    Some(b.ps.normal("lm_head", &[b.vp, b.c], h.init_std, b.g.head))
+}

@@ -4,6 +4,7 @@ pub mod attention;
 pub mod backout;
 pub mod bigram_hash;
 pub mod block;
+pub mod builder;
 pub mod embedding;
 pub mod fp8_head;
 pub mod fp8_mlp;

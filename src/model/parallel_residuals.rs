@@ -10,6 +10,7 @@
 //! parameters of their own (not the scalar bank) in Adam, without decay, stored in fp32 and
 //! rounded to the stream's kind before they scale it (upstream's `.bfloat16()` on GPUs; on the
 //! CPU's fp32 stream nothing changes).
+use super::builder::Builder;
 use super::params::{Group, ParamSet};
 use tch::{nn, Tensor};
 
@@ -27,6 +28,17 @@ pub struct Inits {
 }
 
 impl ParallelResiduals {
+    /// The recipe's lambdas per sublayer: the residual's start at sqrt(block_lambda_init), the
+    /// bigram row's at its lambda.
+    pub fn build(b: &mut Builder) -> Option<ParallelResiduals> {
+        let r = b.r;
+        r.parallel_residuals.as_ref()?;
+        let resid = r.block_lambda_init.unwrap_or(1.0).sqrt();
+        let bigram = r.bigram_hash.as_ref().map_or(0.0, |h| h.lambda);
+        let groups = (b.g.lambdas, b.g.resid_lambdas);
+        Some(ParallelResiduals::new(&mut b.ps, b.l as i64, Inits { resid, bigram }, groups))
+    }
+
     /// `g`: the lambdas' group; `g_resid`: the residual lambdas' (upstream: lr_mul 5).
     pub fn new(
         ps: &mut ParamSet,

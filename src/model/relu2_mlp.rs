@@ -7,6 +7,7 @@
 //! the incoming gradient by 2·relu(pre) as it leaves the matmul: one pass over the [T, 4C]
 //! activations instead of three. The math and the saved tensors are the same, so ours stays
 //! libtorch's linear, relu and square, and autograd saves what it needs (pre's relu, post).
+use super::builder::Builder;
 use super::fp8_mlp::fp8_up_projection;
 use super::params::{Group, ParamSet};
 use anyhow::Result;
@@ -21,6 +22,18 @@ pub struct Relu2Mlp {
 }
 
 impl Relu2Mlp {
+    /// The recipe's ReLU² MLP named `name`, FP8 up-projection when it has it (upstream #84).
+    pub fn build(b: &mut Builder, name: &str) -> Relu2Mlp {
+        let r = b.r;
+        let shape = (r.zero_proj, r.tall_matrices);
+        let m = Relu2Mlp::new(&mut b.ps, name, b.c, b.bound, shape, (b.g.c_fc, b.g.c_proj));
+        if r.fp8_mlp_up {
+            m.with_fp8_up()
+        } else {
+            m
+        }
+    }
+
     /// `bound`: the uniform init of c_fc; c_proj is zero when `zero_proj` (upstream #5) and
     /// shares c_fc's init otherwise. `groups`: c_fc's and c_proj's (upstream #42 gives c_fc
     /// twice the lr).

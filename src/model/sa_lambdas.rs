@@ -6,6 +6,7 @@
 //!   scaling the [3C, C] weight costs less than scaling the [T, C] values;
 //! - upstream #48 (`qkv_o`): sa1 moves onto the output projection, W_o <- sa1·W_o, init 1, and
 //!   the value embedding is added unscaled: v <- v + ve.
+use super::builder::Builder;
 use super::scalars::{ScalarBank, Slot};
 use crate::recipe::SaLambdas;
 use tch::Tensor;
@@ -15,6 +16,12 @@ use tch::Tensor;
 pub struct LayerLambdas {
     slot: Slot,
     place: SaLambdas,
+}
+
+/// The lambdas windowed attention reads, when the recipe has it.
+pub fn build(b: &mut Builder) -> Option<Vec<LayerLambdas>> {
+    let r = b.r;
+    r.attn_layers.as_ref().map(|_| reserve(&mut b.scalars, b.l, r.sa_lambdas))
 }
 
 /// Reserves (sa0, sa1) for each of `n_layer` layers; returns each layer's.

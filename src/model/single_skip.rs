@@ -10,6 +10,7 @@
 //! ```text
 //! x_in(to) = x_out(to − 1) + σ(w)·2σ(x0[:n]·gᵀ)·x_out(from)     g: [1, n], zero init (factor 1)
 //! ```
+use super::builder::Builder;
 use super::params::{Group, ParamSet};
 use super::scalars::{ScalarBank, Slot};
 use tch::Tensor;
@@ -23,6 +24,21 @@ pub struct SingleSkip {
 }
 
 impl SingleSkip {
+    /// The recipe's one gated skip.
+    pub fn build(b: &mut Builder) -> Option<SingleSkip> {
+        let r = b.r;
+        let ([from, to], gate) = r.single_skip.zip(r.skip_gate)?;
+        Some(SingleSkip::new(&mut b.scalars, b.l, (from, to), gate, r.compact_scalars))
+    }
+
+    /// Adds upstream #55's gate on x0 when the recipe has it.
+    pub fn build_x0_gate(self, b: &mut Builder) -> SingleSkip {
+        match b.r.skip_gate_x0 {
+            Some(n) => self.with_x0_gate(&mut b.ps, n as i64, b.g.skip_gate),
+            None => self,
+        }
+    }
+
     pub fn new(
         bank: &mut ScalarBank,
         n_layer: usize,

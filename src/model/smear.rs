@@ -6,6 +6,7 @@
 //! ```
 //! It starts as an exact no-op (λ = 0). The sequence is packed documents and nothing masks their
 //! boundaries: a document's BOS takes in the previous document's last token, as upstream.
+use super::builder::Builder;
 use super::params::{Group, ParamSet};
 use super::scalars::{ScalarBank, Slot};
 use tch::Tensor;
@@ -16,6 +17,16 @@ pub struct Smear {
 }
 
 impl Smear {
+    /// The recipe's smear over `smear` channels.
+    pub fn build(b: &mut Builder) -> Option<Smear> {
+        let r = b.r;
+        let n = r.smear?;
+        // Upstream reserved a slot per layer for smear's one lambda until #40 gave the spare
+        // slots back, keeping one for smear and one for backout.
+        let slots = if r.backout.is_some() { 1 } else { b.l };
+        Some(Smear::new(&mut b.ps, &mut b.scalars, n as i64, slots, b.g.smear))
+    }
+
     /// Reads the first `n` channels; reserves `reserve` scalars (upstream pads its bank with
     /// one per layer "for smear_lambda" and uses the first).
     pub fn new(

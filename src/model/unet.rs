@@ -2,6 +2,7 @@
 //! mirrored (block L/2-1 -> L/2, ..., 0 -> L-1), each scaled by a learned weight from the
 //! scalar bank (init 1). Upstream reserves L weights and uses the first L/2. From upstream #32
 //! the weight passes through a sigmoid (raw init -1.5): a skip can only add a bounded share.
+use super::builder::Builder;
 use super::scalars::{ScalarBank, Slot};
 use anyhow::{Context, Result};
 use tch::Tensor;
@@ -15,6 +16,13 @@ pub struct UNetSkips {
 }
 
 impl UNetSkips {
+    /// The U-net's skip weights over the layers that run (upstream #35's empty layer is none).
+    pub fn build(b: &mut Builder) -> Option<UNetSkips> {
+        let r = b.r;
+        let running = (0..b.l).filter(|&i| !r.skips_layer(i)).count();
+        r.unet.then(|| UNetSkips::new(&mut b.scalars, (b.l, running), r.skip_gate))
+    }
+
     /// `running`: the layers that run (a layer with neither attention nor MLP is skipped);
     /// `gate`: the raw init of sigmoid-gated weights (upstream #32), or None for plain ones.
     pub fn new(

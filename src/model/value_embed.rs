@@ -4,6 +4,7 @@
 //! upstream #17's U-net pattern), '.' none. Upstream #63 unties the five layers' tables
 //! ("01......234": five tables, each Adam's at the value embeddings' settings), so the first and
 //! the last layers no longer read the same rows.
+use super::builder::Builder;
 use super::params::{Group, ParamSet};
 use tch::{nn, Tensor};
 
@@ -13,6 +14,19 @@ pub struct ValueEmbeds {
 }
 
 impl ValueEmbeds {
+    /// The value embeddings of the recipe's layer pattern: upstream #49 starts them at zero,
+    /// #70 at N(0, 0.01), earlier records as the token embedding.
+    pub fn build(b: &mut Builder) -> Option<ValueEmbeds> {
+        let r = b.r;
+        let pattern = r.value_embed_layers.as_ref()?;
+        let init = match (r.value_embed_std, r.zero_value_embeds) {
+            (Some(stdev), _) => nn::Init::Randn { mean: 0.0, stdev },
+            (None, true) => nn::Init::Const(0.0),
+            (None, false) => b.embed_init,
+        };
+        Some(ValueEmbeds::new(&mut b.ps, pattern, b.vp, b.c, init, b.g.value_embeds))
+    }
+
     /// One table per distinct digit, in order of first appearance; `init` as the token embedding.
     pub fn new(
         ps: &mut ParamSet,

@@ -6,6 +6,7 @@
 //! ```
 //! Upstream #70 has the gate of the layers without paired heads read half its channels from the
 //! value embedding itself: 2σ([h[:n/2], ve[:n/2]]·W_veᵀ), ve's being the first of its row.
+use super::builder::Builder;
 use super::params::{Group, ParamSet};
 use tch::Tensor;
 
@@ -16,6 +17,19 @@ pub struct ValueGate {
 }
 
 impl ValueGate {
+    /// The gate on layer `i`'s value embedding (attention `attn`, kind `w` of `attn_layers`),
+    /// when the recipe has one and the layer has a value embedding.
+    pub fn build(b: &mut Builder, attn: &str, i: usize, w: char) -> Option<ValueGate> {
+        let r = b.r;
+        let n = r.ve_gate? as i64;
+        let ve_layers = r.value_embed_layers.as_deref().unwrap_or("");
+        ve_layers.chars().nth(i).filter(char::is_ascii_digit)?;
+        let name = format!("{attn}.ve_gate");
+        let gate = ValueGate::new(&mut b.ps, &name, (r.n_head as i64, n), b.g.gate);
+        // Upstream #70: not on the paired layers.
+        Some(if r.ve_gate_mixed && w != 'P' { gate.mixed() } else { gate })
+    }
+
     pub fn new(ps: &mut ParamSet, name: &str, (heads, n): (i64, i64), g: Group) -> ValueGate {
         ValueGate { w: ps.zeros(name, &[heads, n], g), mixed: false }
     }

@@ -11,6 +11,7 @@
 //! - a sparse gate per head and token: y <- y·σ(h[:g]·W_gᵀ) from the first g channels of the
 //!   normed input, zero-initialised so it starts at 0.5 (upstream #28).
 use super::attend::{attend, Docs, Pattern};
+use super::builder::Builder;
 use super::key_offset;
 use super::norm::rms_norm;
 use super::paired_heads;
@@ -20,7 +21,7 @@ use super::sa_lambdas::LayerLambdas;
 use super::value_gate::ValueGate;
 use super::yarn::Yarn;
 use anyhow::Result;
-use tch::Tensor;
+use tch::{Kind, Tensor};
 
 pub struct WindowedAttention {
     qkvo_w: Tensor,       // [4, C, C]: Wq, Wk, Wv, Wo (each [out, in]); tall: [4C, C]
@@ -70,6 +71,31 @@ pub enum Rope {
 }
 
 impl Rope {
+    /// The recipe's rotary: fixed tables (and scale) for the longest sequence a step or an
+    /// evaluation sees, or YaRN from the first window on.
+    pub fn build(b: &Builder) -> Option<Rope> {
+        let r = b.r;
+        let rot = r.rotary.as_ref()?;
+        let longest = (r.batch_rows * r.seq_len).max(r.val_seq_len.unwrap_or(0)) as i64;
+        // Paired heads (upstream #58) place each token at two positions.
+        let paired = r.attn_layers.as_ref().is_some_and(|a| a.contains('P'));
+        let longest = if paired { 2 * longest } else { longest };
+        let head_dim = b.c / r.n_head as i64;
+        let kind = if r.bf16_rotary { b.compute } else { Kind::Float };
+        Some(match (&r.yarn, &r.windows) {
+            (Some(y), Some(w)) => {
+                let first = (w.schedule[0] * w.block) as i64;
+                let start = (first, r.attn_scale.unwrap_or(1.0 / (head_dim as f64).sqrt()));
+                let freqs = Rotary::freqs(rot, head_dim);
+                let yarn = Yarn::new(y, freqs, start, (longest, b.dev, kind));
+                Rope::Yarn(yarn.with_interleaved(rot.interleaved))
+            }
+            _ => {
+                Rope::Fixed(Rotary::new(rot, head_dim, longest, b.dev).to_kind(kind), r.attn_scale)
+            }
+        })
+    }
+
     /// The tables and scale for a step whose long window YaRN is tuned for is `window` tokens.
     fn at(&self, window: i64) -> (Rotary, Option<f64>) {
         match self {
@@ -83,6 +109,36 @@ impl Rope {
 }
 
 impl WindowedAttention {
+    /// Layer `i`'s attention named `name`, of kind `w` ('L' long window, 'S' short, 'P' short
+    /// with paired heads), with its value embedding's gate when the recipe has one.
+    pub fn build(
+        b: &mut Builder,
+        name: &str,
+        (i, w): (usize, char),
+        (rope, lambdas): (Rope, LayerLambdas),
+    ) -> WindowedAttention {
+        let r = b.r;
+        let cfg = WindowedConfig {
+            n_embd: b.c,
+            n_head: r.n_head as i64,
+            // Upstream #53's QKV init is twice the bound (its README says halved; the code wins).
+            bound: b.bound * r.qkv_init_mul.unwrap_or(1.0),
+            // Upstream #64 draws W_O with Q, K and V.
+            zero_proj: r.zero_proj && !r.uniform_attn_out,
+            tall: r.tall_matrices,
+            key_offset: r.key_offset,
+            key_offset_half: r.key_offset_half,
+            gate: r.attn_gate.map(|n| (n as i64, b.g.gate)),
+            qk_norm: r.qk_norm.then_some(r.ln_eps),
+        };
+        let a = WindowedAttention::new(&mut b.ps, name, &cfg, (rope, lambdas, w == 'L'), b.g.qkvo);
+        let a = if w == 'P' { a.paired() } else { a };
+        match ValueGate::build(b, name, i, w) {
+            Some(gate) => a.with_value_gate(gate),
+            None => a,
+        }
+    }
+
     pub fn new(
         ps: &mut ParamSet,
         name: &str,

@@ -4,6 +4,7 @@
 //! (λ0, λ1) pairs until upstream #49 relays them out as all λ0s ("resid_lambdas"), then all λ1s;
 //! upstream #52 moves the λ1s out of the bank into their own parameter, so they keep the main
 //! Adam's betas while the bank's scalars get smoother ones.
+use super::builder::Builder;
 use super::scalars::{ScalarBank, Slot};
 use tch::Tensor;
 
@@ -29,6 +30,20 @@ enum Lambda1 {
 }
 
 impl X0Lambdas {
+    /// The recipe's x0 lambdas, λ0 from its block_lambda_init, laid out as its scalars are
+    /// (upstream #49 splits them; from #52 a parameter of their own, made even when the
+    /// lambdas are off, as the recipes that set it have them).
+    pub fn build(b: &mut Builder) -> Option<X0Lambdas> {
+        let r = b.r;
+        let layout = match (r.x0_lambdas_apart, r.compact_scalars) {
+            (true, _) => Layout::Apart(b.ps.zeros("x0_lambdas", &[b.l as i64], b.g.x0)),
+            (false, true) => Layout::Split,
+            (false, false) => Layout::Pairs,
+        };
+        let lambda0 = r.block_lambda_init.unwrap_or(1.0) as f32;
+        r.x0_lambdas.then(|| X0Lambdas::new(&mut b.scalars, b.l, lambda0, layout))
+    }
+
     /// `lambda0`: λ0's init (1, or upstream #45's 1.1).
     pub fn new(bank: &mut ScalarBank, n_layer: usize, lambda0: f32, layout: Layout) -> X0Lambdas {
         let (lambda0, lambda1) = match layout {
