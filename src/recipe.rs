@@ -460,8 +460,12 @@ impl Recipe {
     fn validate_techniques(&self) -> Result<()> {
         let on = self.techniques_on()?;
         for t in registry::REGISTRY.iter().filter(|t| on.contains(&t.key)) {
-            if let Some(need) = t.needs.iter().find(|n| !on.contains(n)) {
+            if let Some(need) = t.needs.iter().find(|n| !n.split('|').any(|k| on.contains(&k))) {
+                let need = need.replace('|', " or ");
                 bail!("recipe: {} needs {need} (see src/recipe/registry.rs)", t.key);
+            }
+            if let Some(x) = t.excludes.iter().find(|x| on.contains(x)) {
+                bail!("recipe: {} replaces {x}; turn {x} off (see src/recipe/registry.rs)", t.key);
             }
         }
         let l = self.n_layer;
@@ -479,12 +483,7 @@ impl Recipe {
         }
         let running = (0..l).filter(|&i| !self.skips_layer(i)).count();
         ensure!(!self.unet || running >= 2, "recipe: unet needs two layers that run");
-        ensure!(
-            self.skip_gate.is_none() || self.unet || self.single_skip.is_some(),
-            "recipe: skip_gate needs unet or single_skip"
-        );
         if let Some([from, to]) = self.single_skip {
-            ensure!(!self.unet, "recipe: single_skip replaces unet; set one of them");
             ensure!(
                 from < to && to < l && l / 2 <= to && !self.skips_layer(from),
                 "recipe: single_skip = [{from}, {to}] needs from < to, a running from, and to in the second half of the {l} layers"
@@ -503,10 +502,6 @@ impl Recipe {
             self.n_head
         );
         ensure!(
-            !(self.untied_head && self.head_embed.is_some()),
-            "recipe: head_embed ties the embedding to the head; it needs untied_head = false"
-        );
-        ensure!(
             !self.key_offset || self.rotary.as_ref().is_some_and(|r| r.truncated),
             "recipe: key_offset shifts the dims a truncated rotary leaves unrotated; it needs rotary.truncated"
         );
@@ -516,16 +511,6 @@ impl Recipe {
                 "recipe: windows needs a block and a schedule"
             );
         }
-        ensure!(
-            self.block_lambda_init.is_none()
-                || self.x0_lambdas
-                || self.parallel_residuals.is_some(),
-            "recipe: block_lambda_init needs x0_lambdas or parallel_residuals"
-        );
-        ensure!(
-            self.parallel_residuals.is_none() || !(self.x0_lambdas || self.unet),
-            "recipe: parallel_residuals replaces x0_lambdas (and unet); turn them off"
-        );
         if let Some(d) = &self.doc_len_schedule {
             ensure!(
                 d.iter().all(|&n| 0 < n && n <= self.seq_len)

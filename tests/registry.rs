@@ -50,37 +50,45 @@ fn every_recipe_key_has_one_registry_entry() {
     for t in REGISTRY {
         assert!(keys.contains(&t.key), "registry entry {} is not a recipe key", t.key);
         assert_eq!(REGISTRY.iter().filter(|u| u.key == t.key).count(), 1, "{} twice", t.key);
-        for need in t.needs {
-            assert!(entry(need).is_some_and(|n| n.is_technique()), "{} needs {need}", t.key);
+        for need in t.needs.iter().flat_map(|n| n.split('|')).chain(t.excludes.iter().copied()) {
+            assert!(entry(need).is_some_and(|n| n.is_technique()), "{}: {need}", t.key);
         }
     }
 }
 
-/// A key (or a field of a key's table) that counts steps must have a lab mapping, and the
-/// common `[lab]` table sets exactly the keys the registry says it does.
+/// Every integer of a recipe (a key, a field of a key's table, or an array's items) states its
+/// lab rule: a step count is `Steps`, and an integer that counts no steps says so (`Kept`,
+/// `Layer`, `Tokens`, ...). Found by the value's type, not by its name, in every record's
+/// recipe this tree reads (a newer record's keys are unknown to an older tree); and the common
+/// `[lab]` table sets exactly the keys the registry says it does.
 #[test]
-fn every_step_based_key_has_a_lab_mapping() {
-    let full = toml::Table::try_from(common::record(29, Scale::Full)).unwrap();
-    let counts_steps = |name: &str| name.contains("step") || name.contains("warmup");
-    for (key, value) in &full {
-        if counts_steps(key) && value.is_integer() {
-            assert_ne!(
-                entry(key).unwrap().lab,
-                Lab::Same,
-                "{key} counts steps but keeps its value"
-            );
-        }
-        // A field that looks like a step count must be listed in its key's lab rule: mapped,
-        // or kept on purpose (Newton-Schulz iterations are not training steps).
-        for (f, v) in value.as_table().into_iter().flatten() {
-            if counts_steps(f) && v.is_integer() {
-                let Lab::Fields(fields) = entry(key).unwrap().lab else {
-                    panic!("{key}.{f} counts steps but {key} has no lab rule for its fields")
-                };
-                assert!(fields.iter().any(|(n, _)| n == f), "{key}.{f} has no lab rule");
+fn every_integer_key_states_its_lab_rule() {
+    let integer = |v: &toml::Value| match v {
+        toml::Value::Array(a) => a.first().is_some_and(toml::Value::is_integer),
+        v => v.is_integer(),
+    };
+    let (mut read, mut missing) = (0, std::collections::BTreeMap::new());
+    for n in [1, 29, 38, 46, 53, 54, 62, 63, 84] {
+        let Ok(r) = Recipe::from_manifest_str(&manifest(n), Scale::Full, None) else { continue };
+        read += 1;
+        for (key, value) in &toml::Table::try_from(r).unwrap() {
+            let lab = entry(key).unwrap().lab;
+            if integer(value) && lab == Lab::Same {
+                missing.entry(key.clone()).or_insert(n);
+            }
+            for (f, _) in value.as_table().into_iter().flatten().filter(|(_, v)| integer(v)) {
+                let rules = if let Lab::Fields(rules) = lab { rules } else { &[] };
+                if !rules.iter().any(|&(name, rule)| name == f && rule != Lab::Same) {
+                    missing.entry(format!("{key}.{f}")).or_insert(n);
+                }
             }
         }
     }
+    assert!(read > 0, "no record's recipe was read");
+    assert!(
+        missing.is_empty(),
+        "integers with no lab rule (Steps, or Kept), first record: {missing:?}"
+    );
     for n in [1, 29, 38] {
         let m: toml::Table = toml::from_str(&manifest(n)).unwrap();
         let mut lab: Vec<&str> = m["lab"].as_table().unwrap().keys().map(String::as_str).collect();
@@ -122,6 +130,31 @@ fn a_missing_dependency_names_the_keys() {
         ("loader = \"bos\"", "", "attn_layers needs loader"),
     ] {
         let text = manifest(29).replacen(from, to, 1);
+        let err = format!("{:#}", Recipe::from_manifest_str(&text, Scale::Lab, None).unwrap_err());
+        assert!(err.contains(want), "{err}");
+    }
+    // Rules with a choice or a replacement (upstream #45), in the registry too.
+    for (from, to, want) in [
+        ("unet = true", "unet = false", "skip_gate needs unet or single_skip"),
+        ("unet = true", "unet = true\nsingle_skip = [4, 7]", "single_skip replaces unet"),
+    ] {
+        let text = manifest(38).replacen(from, to, 1);
+        let err = format!("{:#}", Recipe::from_manifest_str(&text, Scale::Lab, None).unwrap_err());
+        assert!(err.contains(want), "{err}");
+    }
+    // #51's tie and #73's residual lambdas: what they replace must be off.
+    let residuals = "unet = false\nparallel_residuals = { betas = [0.9, 0.95] }";
+    let x0_on = "x0_lambdas = true\nx0_lambdas_apart = true";
+    for (from, to, want) in [
+        ("untied_head = false", "untied_head = true", "head_embed replaces untied_head"),
+        ("unet = false", residuals, "parallel_residuals replaces x0_lambdas"),
+        (
+            x0_on,
+            "x0_lambdas = false\nx0_lambdas_apart = false",
+            "block_lambda_init needs x0_lambdas or parallel_residuals",
+        ),
+    ] {
+        let text = manifest(63).replacen(from, to, 1);
         let err = format!("{:#}", Recipe::from_manifest_str(&text, Scale::Lab, None).unwrap_err());
         assert!(err.contains(want), "{err}");
     }

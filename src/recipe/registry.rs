@@ -5,8 +5,10 @@
 /// How the common lab rule maps a key onto the 2-core CPU.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Lab {
-    /// Unchanged.
+    /// Unchanged (a float, a flag, a name).
     Same,
+    /// An integer that counts no training steps (a seed, channels, iterations): unchanged.
+    Kept,
     /// Set by the common `[lab]` table of every manifest.
     Table,
     /// A step count: mapped onto the lab budget by the ratio of budgets.
@@ -29,8 +31,10 @@ pub struct Technique {
     pub key: &'static str,
     /// Upstream records that introduced or changed it; `[1]` for record #1's base keys.
     pub records: &'static [u32],
-    /// Keys that must be on when this one is.
+    /// Keys that must be on when this one is; "a|b": one of them.
     pub needs: &'static [&'static str],
+    /// Keys that must be off when this one is on (it replaces them).
+    pub excludes: &'static [&'static str],
     pub lab: Lab,
 }
 
@@ -42,7 +46,7 @@ impl Technique {
 }
 
 const fn base(key: &'static str, lab: Lab) -> Technique {
-    Technique { key, records: &[1], needs: &[], lab }
+    Technique { key, records: &[1], needs: &[], excludes: &[], lab }
 }
 
 const fn technique(
@@ -50,7 +54,7 @@ const fn technique(
     records: &'static [u32],
     needs: &'static [&'static str],
 ) -> Technique {
-    Technique { key, records, needs, lab: Lab::Same }
+    Technique { key, records, needs, excludes: &[], lab: Lab::Same }
 }
 
 /// Windows, rotary, QK-norm, value embeddings, the gate, x0 lambdas and U-net skips are parts
@@ -71,7 +75,7 @@ pub const REGISTRY: &[Technique] = &[
     base("seq_len", Lab::Table),
     base("batch_rows", Lab::Table),
     base("batch_tokens", Lab::Table),
-    technique("batch_schedule", &[46], &["windows", "loader"]),
+    Technique { lab: Lab::Kept, ..technique("batch_schedule", &[46], &["windows", "loader"]) },
     Technique { lab: Lab::Tokens, ..technique("doc_len_schedule", &[72], &["windows", "loader"]) },
     base("reference_ranks", Lab::Table),
     base("steps", Lab::Table),
@@ -85,7 +89,7 @@ pub const REGISTRY: &[Technique] = &[
     base("grad_clip", Lab::Same),
     base("val_every", Lab::Table),
     base("val_tokens", Lab::Table),
-    base("seed", Lab::Same),
+    base("seed", Lab::Kept),
     // The modern speedrun, upstream #2-#29.
     technique("norm", &[4], &[]),
     technique("embed_norm", &[8], &[]),
@@ -94,13 +98,20 @@ pub const REGISTRY: &[Technique] = &[
     technique("init", &[19], &[]),
     technique("zero_proj", &[5], &[]),
     technique("untied_head", &[8], &[]),
-    technique("head_embed", &[51, 53, 54, 65], &["muon"]),
+    Technique {
+        excludes: &["untied_head"],
+        ..technique("head_embed", &[51, 53, 54, 65], &["muon"])
+    },
     technique("rotary", &[2, 17, 58], MODERN),
     technique("x0_lambdas", &[9], MODERN),
     technique("unet", &[11], MODERN),
-    technique("skip_gate", &[32], &[]),
-    Technique { lab: Lab::Layer, ..technique("single_skip", &[45], &["skip_gate"]) },
-    technique("block_lambda_init", &[45, 73], &[]),
+    technique("skip_gate", &[32], &["unet|single_skip"]),
+    Technique {
+        lab: Lab::Layer,
+        excludes: &["unet"],
+        ..technique("single_skip", &[45], &["skip_gate"])
+    },
+    technique("block_lambda_init", &[45, 73], &["x0_lambdas|parallel_residuals"]),
     technique("x0_lambdas_apart", &[52], &["x0_lambdas"]),
     technique("bf16_rotary", &[32], &["rotary"]),
     technique("bf16_linears", &[32], &[]),
@@ -112,29 +123,43 @@ pub const REGISTRY: &[Technique] = &[
     },
     Technique { lab: Lab::Layers, ..technique("mlp_layers", &[30, 35], &[]) },
     Technique {
-        lab: Lab::Fields(&[("block", Lab::Tokens)]),
+        lab: Lab::Fields(&[
+            ("block", Lab::Tokens),
+            ("schedule", Lab::Kept),
+            ("final_ws", Lab::Kept),
+            ("final_long", Lab::Kept),
+        ]),
         ..technique("windows", &[13, 16, 20, 29, 31], MODERN)
     },
     technique("attn_scale", &[20, 31], MODERN),
     technique("yarn", &[31], &["rotary", "windows", "attn_scale"]),
-    technique("attn_gate", &[28], MODERN),
-    technique("ve_gate", &[55], &["value_embed_layers", "attn_layers"]),
+    Technique { lab: Lab::Kept, ..technique("attn_gate", &[28], MODERN) },
+    Technique {
+        lab: Lab::Kept,
+        ..technique("ve_gate", &[55], &["value_embed_layers", "attn_layers"])
+    },
     technique("ve_gate_mixed", &[70], &["ve_gate"]),
     technique("value_embed_std", &[70], &["value_embed_layers"]),
-    technique("skip_gate_x0", &[55], &["single_skip"]),
+    Technique { lab: Lab::Kept, ..technique("skip_gate_x0", &[55], &["single_skip"]) },
     technique("sa_lambdas", &[47, 48], MODERN),
     technique("tall_matrices", &[48], &["muon"]),
     technique("key_offset", &[49], &["attn_layers"]),
     technique("key_offset_half", &[62], &["key_offset"]),
-    technique("bigram_hash", &[62], &["value_embed_layers", "muon"]),
-    technique("parallel_residuals", &[73, 77], &["embed_norm", "muon"]),
+    Technique {
+        lab: Lab::Fields(&[("rows_per_vocab", Lab::Kept)]),
+        ..technique("bigram_hash", &[62], &["value_embed_layers", "muon"])
+    },
+    Technique {
+        excludes: &["x0_lambdas", "unet"],
+        ..technique("parallel_residuals", &[73, 77], &["embed_norm", "muon"])
+    },
     technique("attend_backout", &[77], &["parallel_residuals", "backout"]),
     technique("zero_value_embeds", &[49], &["value_embed_layers"]),
     technique("compact_scalars", &[49], &[]),
     technique("qkv_init_mul", &[53], &["attn_layers"]),
     technique("uniform_attn_out", &[64], &["attn_layers", "zero_proj"]),
     technique("mtp", &[53], &[]),
-    technique("smear", &[34, 40], &["embed_norm", "muon"]),
+    Technique { lab: Lab::Kept, ..technique("smear", &[34, 40], &["embed_norm", "muon"]) },
     Technique { lab: Lab::Layer, ..technique("backout", &[40], &[]) },
     technique("softcap", &[9, 18, 19, 28, 54], &[]),
     technique("fp8_head", &[19, 21, 28, 51], &[]),
@@ -149,7 +174,7 @@ pub const REGISTRY: &[Technique] = &[
         lab: Lab::Fields(&[
             ("momentum_warmup", Lab::Steps),
             ("momentum_cooldown", Lab::Steps),
-            ("ns_steps", Lab::Same),
+            ("ns_steps", Lab::Kept),
         ]),
         ..technique("muon", &[3, 4, 6, 8, 9, 13, 15, 24, 32, 36, 39, 41, 43, 48, 61, 78, 80], &[])
     },
@@ -159,7 +184,7 @@ pub const REGISTRY: &[Technique] = &[
     technique("adam_fp32_state", &[56], &["muon"]),
     technique("adam_betas", &[57], &["muon"]),
     technique("bf16_matrices", &[57], &["muon"]),
-    technique("adam_every", &[39], &["muon"]),
+    Technique { lab: Lab::Kept, ..technique("adam_every", &[39], &["muon"]) },
     technique("adam_cautious_wd", &[50, 53], &["muon"]),
     technique("scalar_betas", &[52], &["muon"]),
     Technique {
