@@ -15,6 +15,13 @@ fn records(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// The output of a command that must succeed.
+fn stdout_of(args: &[&str]) -> String {
+    let out = records(args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// The lines of `[recipe]` in records/29.toml, as written.
 fn written_recipe(manifest: &str) -> Vec<&str> {
     let lines: Vec<&str> = manifest.lines().collect();
@@ -93,4 +100,39 @@ fn show_params_prints_each_parameters_optimizer_settings() {
     let gate = text.lines().find(|l| l.contains(".attn.gate ")).expect("an attention gate row");
     let cells: Vec<&str> = gate.split_whitespace().collect();
     assert_eq!(cells[1..], ["6x12", "bf16", "adam", "1", "1", "0.9,0.99", "1e-10", "fp32", "-"]);
+}
+
+/// An upstream record inside a step: its facts and logs, the patch that holds it, and the keys
+/// its row set with their values before and after; a same-math row says why.
+#[test]
+fn show_of_an_upstream_record_prints_what_it_set() {
+    let text = stdout_of(&["show", "58"]);
+    assert!(text.starts_with("Upstream record #58: "), "{text}");
+    assert!(text.contains("inside record #62's step (patches/62.patch)"), "{text}");
+    let line = |key: &str| {
+        let mut changes = text.lines().filter(|l| l.contains(" -> "));
+        changes.find(|l| l.trim_start().starts_with(key)).unwrap_or("")
+    };
+    assert!(line("attn_layers").ends_with("\"SSSLSS-SSSL\" -> \"PSPLSP-SSPL\""), "{text}");
+    assert!(line("steps").ends_with("1840 -> 1775"), "{text}");
+    let out = records(&["show", "59"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("recipe: unchanged (same math: "));
+    let out = records(&["show", "58", "--lab"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("#58 is an upstream record inside #62's"),
+        "{err}"
+    );
+}
+
+/// `records review K` for an upstream record inside a step: its facts, then its one commit of
+/// the holding record's patch (the notes in it), not the others.
+#[test]
+fn review_of_an_upstream_record_is_its_one_commit() {
+    let text = stdout_of(&["review", "58"]);
+    assert!(text.starts_with("Upstream #58: "), "{text}");
+    assert!(text.contains("commit 4 of 8 in record #62's patch"), "{text}");
+    let commits: Vec<&str> = text.lines().filter(|l| l.starts_with("Commit ")).collect();
+    assert_eq!(commits.len(), 1, "{commits:?}");
+    assert!(commits[0].starts_with("Commit 4/8: #58: "), "{commits:?}");
 }

@@ -5,6 +5,7 @@
 //! overrides (`[lab]`) and review notes anchored in the record's patch (`[[notes]]`).
 pub mod manifest_text;
 pub mod recipe_check;
+pub mod upstream_recipe;
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -75,6 +76,14 @@ pub struct Upstream {
     pub val_losses: Vec<f64>,
     #[serde(default)]
     pub train_times_s: Vec<f64>,
+    /// The recipe keys this upstream record set, full-scale values in the manifest's syntax
+    /// (`[upstream.recipe]`): the parent record's recipe with the rows up to this one applied
+    /// is this upstream record's recipe (`upstream_recipe.rs`).
+    #[serde(default)]
+    pub recipe: Option<toml::Table>,
+    /// Why the row sets no key: upstream changed a kernel, the comms or a version.
+    #[serde(default)]
+    pub same_math: Option<String>,
 }
 
 /// "PR #N", or "no PR".

@@ -1,4 +1,5 @@
 //! `records list`: the records, one line each.
+use records::catalog::upstream_recipe;
 use records::paths;
 use records::present::figures;
 use records::run::replays;
@@ -9,7 +10,8 @@ use records::verdict::stats;
 #[derive(clap::Args)]
 pub struct Args {
     /// Also every upstream record inside the series (#30-#84): upstream's figures and its logs'
-    /// evidence (mean val loss, the one-sided t-test against 3.28), and whose patch holds it
+    /// evidence (mean val loss, the one-sided t-test against 3.28), whose patch holds it, and
+    /// the recipe keys it set
     #[arg(long)]
     all: bool,
 }
@@ -58,7 +60,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Every upstream record of the series, oldest first (official figures are upstream's).
+/// Every upstream record of the series, oldest first (official figures are upstream's), with
+/// the recipe keys its row sets (`records show K` prints their values).
 fn upstream_table(catalog: &records::catalog::Catalog) {
     println!(
         "{:>3}  {:<8} {:<10}  {:>16}  {:>6}  {:<34}  {:<5}  title",
@@ -90,8 +93,16 @@ fn upstream_table(catalog: &records::catalog::Catalog) {
                 (Some(m), None) => format!("{} (1 log)", figures::loss(m)),
                 _ => "no log".to_string(),
             };
+        let sets = match (&u.same_math, upstream_recipe::step(catalog, u.number)) {
+            (Some(_), _) => "  [same math]".to_string(),
+            (None, Some(step)) if !step.changes().is_empty() => {
+                let keys: Vec<&str> = step.changes().iter().map(|(k, ..)| k.as_str()).collect();
+                format!("  [{}]", keys.join(", "))
+            }
+            _ => String::new(),
+        };
         println!(
-            "{:>3}  {:<8} {:<10}  {:>16}  {:>6}  {evidence:<34}  #{patch:<4}  {}",
+            "{:>3}  {:<8} {:<10}  {:>16}  {:>6}  {evidence:<34}  #{patch:<4}  {}{sets}",
             u.number, pr, u.date, u.time_text, steps, u.title
         );
     }

@@ -7,7 +7,8 @@ use records::present::review;
 /// then the evidence (official logs and this machine's replays).
 #[derive(clap::Args)]
 pub struct Args {
-    /// Record number (see `records list`).
+    /// Record number (see `records list`), or an upstream record inside one's step (its one
+    /// commit; `records list --all`).
     pub record: u32,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]

@@ -1,6 +1,7 @@
 //! `records show N`: one record's facts, evidence and recipe.
 use records::catalog::manifest_text;
-use records::catalog::TARGET_VAL_LOSS;
+use records::catalog::upstream_recipe::{self, Step};
+use records::catalog::{SERIES, TARGET_VAL_LOSS};
 use records::paths;
 use records::present::figures;
 use records::present::plot::{self, Chart, XAxis};
@@ -12,7 +13,7 @@ use records::verdict::stats;
 /// it (with its comments).
 #[derive(clap::Args)]
 pub struct Args {
-    /// Record number (see `records list`).
+    /// Record number (see `records list`), or an upstream record inside one's step (`list --all`).
     pub record: u32,
     /// Show the recipe that actually runs at lab scale, as the record's own trainer resolves it
     /// (builds that trainer first, like `replay`).
@@ -31,6 +32,18 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let root = paths::repo_root()?;
     let catalog = super::load_catalog(&root, Some(args.record))?;
+    if !SERIES.contains(&args.record) {
+        if let Some(step) = upstream_recipe::step(&catalog, args.record) {
+            anyhow::ensure!(
+                !(args.lab || args.params),
+                "--lab and --params are for the nine records (records list); #{} is an upstream record inside #{}'s step",
+                args.record,
+                step.holder.record.number
+            );
+            show_upstream(&step);
+            return Ok(());
+        }
+    }
     let m = catalog.get(args.record)?;
     let r = &m.record;
     // What needs a trainer built comes first, so its build messages never land mid-output.
@@ -61,17 +74,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     let e = &m.evidence;
-    if !e.val_losses.is_empty() {
-        let losses: Vec<String> = e.val_losses.iter().map(|&x| figures::loss(x)).collect();
-        println!("\nofficial final val losses: {}", losses.join(", "));
-        if let Some(t) = stats::ttest_1samp_less(&e.val_losses, TARGET_VAL_LOSS) {
-            println!("{}", figures::loss_test(&t, TARGET_VAL_LOSS));
-        }
-    }
-    if !e.train_times_s.is_empty() {
-        let times: Vec<String> = e.train_times_s.iter().map(|&x| figures::secs(x)).collect();
-        println!("official train times:      {}", times.join(", "));
-    }
+    print_logs(
+        ("official final val losses", "official train times:     "),
+        &e.val_losses,
+        &e.train_times_s,
+    );
     if let Some(text) = params {
         println!("\n# Each parameter of #{} at full scale, as a GPU run holds it", r.number);
         print_params(&text);
@@ -86,6 +93,62 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let chart = Chart::official(m, XAxis::Step);
     plot::term::print(chart.as_slice(), !args.no_plot);
     Ok(())
+}
+
+/// An upstream record inside one of the nine records' steps: its facts and logs (upstream's),
+/// and what it set in the recipe (the manifest's row).
+fn show_upstream(step: &Step) {
+    let (u, holder) = (step.row, &step.holder.record);
+    println!("Upstream record #{}: {}", u.number, u.title);
+    println!("  upstream PR   {}", records::catalog::pr_text(u.pr));
+    println!("  date          {}", u.date);
+    let authors = if u.authors.is_empty() { "-".to_string() } else { u.authors.join(", ") };
+    println!("  authors       {authors}");
+    println!("  official      {} on 8xH100", u.time_text);
+    if let Some(steps) = u.steps {
+        println!("  steps         {steps} (its linked log's)");
+    }
+    if let Some(folder) = &u.folder {
+        println!("  logs          {folder}");
+    }
+    println!(
+        "  in the lab    inside record #{}'s step (patches/{}.patch); `records review {}` walks it",
+        holder.number, holder.number, holder.number
+    );
+    print_logs(
+        ("its logs' final val losses", "its logs' train times:     "),
+        &u.val_losses,
+        &u.train_times_s,
+    );
+    match (&u.same_math, step.changes()) {
+        (Some(why), _) => println!("\nrecipe: unchanged (same math: {why})"),
+        (None, changes) if changes.is_empty() => {
+            println!("\nrecipe: the row states no keys yet (issue 26)")
+        }
+        (None, changes) => {
+            println!("\nwhat it set in the recipe (full scale; before -> after):");
+            let show =
+                |v: Option<&toml::Value>| v.map_or("(absent)".to_string(), |v| v.to_string());
+            for (key, before, after) in changes {
+                println!("  {key:<22} {} -> {}", show(before), show(after));
+            }
+        }
+    }
+}
+
+/// Logs' final val losses with the one-sided t-test against 3.28, and their train times.
+fn print_logs((losses_label, times_label): (&str, &str), losses: &[f64], times: &[f64]) {
+    if !losses.is_empty() {
+        let text: Vec<String> = losses.iter().map(|&x| figures::loss(x)).collect();
+        println!("\n{losses_label}: {}", text.join(", "));
+        if let Some(t) = stats::ttest_1samp_less(losses, TARGET_VAL_LOSS) {
+            println!("{}", figures::loss_test(&t, TARGET_VAL_LOSS));
+        }
+    }
+    if !times.is_empty() {
+        let text: Vec<String> = times.iter().map(|&x| figures::secs(x)).collect();
+        println!("{times_label} {}", text.join(", "));
+    }
 }
 
 /// The trainer's `--print-params` (`# ` header lines, then a tab-separated table) aligned.

@@ -4,14 +4,15 @@
 //! logs' figures and, where this machine has replayed the record, its own results. Commits are
 //! credited to the upstream record and its authors (the manifest's facts), not to whoever
 //! committed the port.
-use crate::catalog::{Catalog, Manifest, Note, TARGET_VAL_LOSS};
+use crate::catalog::upstream_recipe::{self, Step};
+use crate::catalog::{Catalog, Manifest, Note, SERIES, TARGET_VAL_LOSS};
 use crate::present::diff::Paint;
 use crate::present::figures;
 use crate::series::mailbox::Commit;
 use crate::series::patch::{self, FilePatch};
 use crate::series::{apply, tree, Series};
 use crate::verdict::stats;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
@@ -24,6 +25,10 @@ pub type Spot = (usize, usize, usize, usize);
 /// Renders the review of record `n`.
 pub fn render(root: &Path, n: u32, format: Format, paint: Paint) -> Result<String> {
     let catalog = Catalog::load(root)?;
+    if let Some(step) = (!SERIES.contains(&n)).then(|| upstream_recipe::step(&catalog, n)).flatten()
+    {
+        return render_upstream(root, &step, format, paint);
+    }
     let series = Series::load(root)?;
     let m = catalog.get(n)?;
     let parent = series.parent(n)?.map(|p| catalog.get(p)).transpose()?;
@@ -82,6 +87,37 @@ pub fn render(root: &Path, n: u32, format: Format, paint: Paint) -> Result<Strin
         }
     }
     evidence(&mut out, root, m, parent, md, paint)?;
+    Ok(out)
+}
+
+/// Upstream record K inside a record's step: its facts, then its one commit of the record's
+/// patch with the notes that land in it.
+fn render_upstream(root: &Path, step: &Step, format: Format, paint: Paint) -> Result<String> {
+    let (m, u) = (step.holder, step.row);
+    let n = m.record.number;
+    let series = Series::load(root)?;
+    let commits = &series.record(n)?.commits;
+    let parsed: Vec<Vec<FilePatch>> =
+        commits.iter().map(|c| patch::parse(&c.diff)).collect::<Result<_, _>>()?;
+    let (placed, _) = place_notes(&m.notes, &parsed);
+    let prefix = format!("#{}:", u.number);
+    let k = (commits.iter().position(|c| c.subject.starts_with(&prefix)))
+        .with_context(|| format!("no commit of patches/{n}.patch ports upstream #{}", u.number))?;
+    let md = format == Format::Markdown;
+    let paint = if md { Paint(false) } else { paint };
+    let mut out = String::new();
+    section(&mut out, &format!("Upstream #{}: {}", u.number, u.title), md, paint);
+    writeln!(
+        out,
+        "{}, {}, {} on 8xH100 (upstream's); commit {} of {} in record #{n}'s patch\n",
+        u.credit(),
+        u.date,
+        u.time_text,
+        k + 1,
+        commits.len()
+    )?;
+    let credit = upstream_credit(m, &commits[k].subject);
+    commit_view(&mut out, (k, commits.len(), &credit), &commits[k], &parsed[k], &placed, md, paint);
     Ok(out)
 }
 

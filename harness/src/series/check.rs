@@ -1,9 +1,10 @@
 //! `records series check`: every record's tree materializes, re-applying its patch to the
-//! parent's tree gives exactly its tree, its notes point at real lines, and (with `build`)
-//! every tree compiles.
+//! parent's tree gives exactly its tree, its notes point at real lines, its upstream rows add up
+//! to its recipe (where they carry recipes), and (with `build`) every tree compiles.
 use super::{apply, build, patch_path, recorded, tree, tree_dir, Series};
+use crate::catalog::upstream_recipe::{self, Rows};
 use crate::catalog::Catalog;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Context, Error, Result};
 use git2::{Oid, Repository};
 use std::path::Path;
 
@@ -58,13 +59,22 @@ pub fn check(root: &Path, build: bool, log: &mut dyn FnMut(&str)) -> Result<Vec<
             }
         }
         check_notes(&repo, tree, manifest)?;
+        let rows = match parent {
+            Some(p) => upstream_recipe::check(catalog.get(p)?, manifest).map_err(Error::msg)?,
+            None => Rows::NotYet,
+        };
+        let rows_note = match (parent, rows) {
+            (Some(_), Rows::Proven(n)) => format!(", the {n} upstream rows add up to its recipe"),
+            (Some(_), Rows::NotYet) => ", upstream rows without recipes".to_string(),
+            (None, _) => String::new(),
+        };
         let tree_note = if manifest.record.tree.is_some() { "" } else { " (not recorded)" };
         let (added, removed) = r.commits.iter().fold((0, 0), |acc, c| {
             let (a, d) = c.counts();
             (acc.0 + a, acc.1 + d)
         });
         log(&format!(
-            "ok   #{:<3} {} commit(s), +{added} -{removed}, tree {:.10}{tree_note}",
+            "ok   #{:<3} {} commit(s), +{added} -{removed}, tree {:.10}{tree_note}{rows_note}",
             r.number,
             r.commits.len(),
             tree.to_string()

@@ -1,0 +1,139 @@
+//! The recipe of every upstream record in a record's span. Each `[[upstream]]` row of a manifest
+//! says which recipe keys its upstream record set (`[upstream.recipe]`, whole keys, full-scale
+//! values) or why it set none (`same_math`). Upstream record k's recipe is the parent record's
+//! `[recipe]` with the rows up to k applied in order; the last row is the record itself, so the
+//! parent's recipe with every row applied must read exactly as the record's `[recipe]`.
+use super::{Manifest, Upstream};
+use crate::trainer::recipe::{Recipe, Scale};
+use serde::Deserialize;
+
+/// What a manifest's rows say about its recipe.
+#[derive(Debug, PartialEq)]
+pub enum Rows {
+    /// Every row sets its keys or says why it sets none, and they add up to `[recipe]`.
+    Proven(usize),
+    /// No row carries its recipe yet.
+    NotYet,
+}
+
+/// The recipe of upstream record `upto`: `parent` with the rows up to `upto` applied.
+pub fn recipe_at(parent: &toml::Table, rows: &[Upstream], upto: u32) -> toml::Table {
+    let mut recipe = parent.clone();
+    for row in rows.iter().take_while(|r| r.number <= upto) {
+        for (key, value) in row.recipe.iter().flatten() {
+            recipe.insert(key.clone(), value.clone());
+        }
+    }
+    recipe
+}
+
+/// Checks `m`'s rows from `parent`'s recipe: each row sets keys or says `same_math`, each
+/// upstream record's recipe is one the trainer reads at full scale and trains its log's step
+/// count, and all rows together give `m`'s `[recipe]`. The error names the manifest, the row
+/// and the key.
+pub fn check(parent: &Manifest, m: &Manifest) -> Result<Rows, String> {
+    let p = m.path.display();
+    if m.upstream.iter().all(|r| r.recipe.is_none() && r.same_math.is_none()) {
+        return Ok(Rows::NotYet);
+    }
+    for r in &m.upstream {
+        let sets = r.recipe.as_ref().is_some_and(|t| !t.is_empty());
+        match (sets, &r.same_math) {
+            (true, Some(_)) => {
+                return Err(format!(
+                    "{p}: upstream #{}: a row sets recipe keys or says same_math, not both",
+                    r.number
+                ))
+            }
+            (false, None) => {
+                return Err(format!(
+                    "{p}: upstream #{} sets no recipe key; say why in same_math = \"...\"",
+                    r.number
+                ))
+            }
+            _ => {}
+        }
+        let recipe = recipe_at(&parent.recipe, &m.upstream, r.number);
+        read(&recipe, &m.lab).map_err(|e| format!("{p}: upstream #{}'s recipe: {e}", r.number))?;
+        let steps = recipe.get("steps").and_then(toml::Value::as_integer);
+        if let Some(log) = r.steps.filter(|&s| Some(s as i64) != steps) {
+            return Err(format!(
+                "{p}: upstream #{}'s recipe trains {} steps but its log {log}; set steps in its row",
+                r.number,
+                steps.map_or("no".into(), |s| s.to_string())
+            ));
+        }
+    }
+    let got = normal(&recipe_at(&parent.recipe, &m.upstream, u32::MAX))?;
+    let want = normal(&m.recipe)?;
+    let keys: std::collections::BTreeSet<&String> = got.keys().chain(want.keys()).collect();
+    for key in keys {
+        if got.get(key) != want.get(key) {
+            let setters: Vec<String> = (m.upstream.iter())
+                .filter(|r| r.recipe.as_ref().is_some_and(|t| t.contains_key(key)))
+                .map(|r| format!("#{}", r.number))
+                .collect();
+            let from = match setters.last() {
+                Some(last) => format!("set last by {last}'s row"),
+                None => format!("set by no row, so #{}'s", parent.record.number),
+            };
+            let show = |v: Option<&toml::Value>| v.map_or("absent".into(), ToString::to_string);
+            return Err(format!(
+                "{p}: the rows do not add up to [recipe]: `{key}` is {} ({from}) but [recipe] has {}",
+                show(got.get(key)),
+                show(want.get(key))
+            ));
+        }
+    }
+    Ok(Rows::Proven(m.upstream.len()))
+}
+
+/// The recipe as the trainer reads it (defaults filled in), for comparing two spellings.
+fn normal(recipe: &toml::Table) -> Result<toml::Table, String> {
+    let r = Recipe::deserialize(toml::Value::Table(recipe.clone())).map_err(|e| e.to_string())?;
+    toml::Table::try_from(r).map_err(|e| e.to_string())
+}
+
+/// The trainer's full-scale reading of `recipe` with the manifest's `[lab]` (its rules too).
+fn read(recipe: &toml::Table, lab: &toml::Table) -> Result<(), String> {
+    let mut doc = toml::Table::new();
+    doc.insert("recipe".into(), toml::Value::Table(recipe.clone()));
+    doc.insert("lab".into(), toml::Value::Table(lab.clone()));
+    let text = toml::to_string(&doc).map_err(|e| e.to_string())?;
+    Recipe::from_manifest_str(&text, Scale::Full, None).map(drop).map_err(|e| format!("{e:#}"))
+}
+
+/// Upstream record `k` of the series, found in the manifest whose patch holds it: its row and
+/// its full-scale recipe before and after it (as the manifests write the keys).
+pub struct Step<'a> {
+    pub holder: &'a Manifest,
+    pub row: &'a Upstream,
+    pub before: toml::Table,
+    pub after: toml::Table,
+}
+
+impl Step<'_> {
+    /// The keys upstream record k changed: (key, before, after); None where absent.
+    pub fn changes(&self) -> Vec<(&String, Option<&toml::Value>, Option<&toml::Value>)> {
+        let keys: std::collections::BTreeSet<&String> =
+            self.before.keys().chain(self.after.keys()).collect();
+        keys.into_iter()
+            .map(|k| (k, self.before.get(k), self.after.get(k)))
+            .filter(|(_, a, b)| a != b)
+            .collect()
+    }
+}
+
+/// Upstream record `k`, when a manifest's rows hold it (`None` for a number in no row).
+pub fn step(catalog: &super::Catalog, k: u32) -> Option<Step<'_>> {
+    let holder = catalog.records().iter().find(|m| m.upstream.iter().any(|r| r.number == k))?;
+    let row = holder.upstream.iter().find(|r| r.number == k)?;
+    let parent = catalog.get(holder.record.parent?).ok()?;
+    let previous = holder.upstream.iter().take_while(|r| r.number < k).last();
+    let before = match previous {
+        Some(p) => recipe_at(&parent.recipe, &holder.upstream, p.number),
+        None => parent.recipe.clone(),
+    };
+    let after = recipe_at(&parent.recipe, &holder.upstream, k);
+    Some(Step { holder, row, before, after })
+}
