@@ -1,5 +1,6 @@
 //! `records show N`: the recipe as the manifest writes it (comments, inline tables), the
-//! official t-test stated as what it tests, and `--lab`: the recipe the trainer runs.
+//! official t-test stated as what it tests, and `--lab`: the recipe the trainer runs; and
+//! `show`, `review` and `diff` of an upstream record inside a step, on the real manifests.
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -135,4 +136,26 @@ fn review_of_an_upstream_record_is_its_one_commit() {
     let commits: Vec<&str> = text.lines().filter(|l| l.starts_with("Commit ")).collect();
     assert_eq!(commits.len(), 1, "{commits:?}");
     assert!(commits[0].starts_with("Commit 4/8: #58: "), "{commits:?}");
+}
+
+/// `records diff A B` with an upstream record: the upstream records between with the keys each
+/// set, the recipe diff of the two recipes, and each one's commit; a number in no row is named.
+#[test]
+fn diff_with_an_upstream_record_lists_the_steps_between() {
+    let text = stdout_of(&["diff", "58", "54"]);
+    assert!(text.starts_with("records diff #54 → #58"), "{text}");
+    let steps: Vec<&str> =
+        text.lines().filter(|l| l.starts_with("  #5") && l.contains("  (+")).collect();
+    assert_eq!(steps.len(), 4, "#55-#58: {steps:?}");
+    assert!(steps[0].starts_with("  #55 ") && steps[3].starts_with("  #58 "), "{steps:?}");
+    assert!(text.contains("  ~ attn_layers: \"SSSLSS-SSSL\" → \"PSPLSP-SSPL\"\n"), "{text}");
+    assert!(text.contains("  + ve_gate = 12\n"), "{text}");
+    let commits = text.lines().filter(|l| l.starts_with("#5") && l.contains(": ")).count();
+    assert_eq!(commits, 4, "one commit per upstream record");
+    let out = records(&["diff", "81", "84"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("#81 is neither a record nor an upstream"),
+        "{err}"
+    );
 }

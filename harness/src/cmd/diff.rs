@@ -10,7 +10,8 @@ use std::io::IsTerminal;
 /// the code. With none of --stat/--recipe/--code, all three.
 #[derive(clap::Args)]
 pub struct Args {
-    /// One record (see `records list`).
+    /// One record (see `records list`), or an upstream record inside a step (`list --all`:
+    /// then the upstream records between, the recipe diff and each one's commit).
     pub a: u32,
     /// The other record; A and B may come in either order.
     pub b: u32,
@@ -30,6 +31,10 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let root = paths::repo_root()?;
+    if let Some(text) = diff::upstream::render(&root, args.a, args.b, Paint(colour()))? {
+        print!("{text}");
+        return Ok(());
+    }
     let all = !(args.stat || args.recipe || args.code);
     let parts =
         Parts { series: all || args.stat, recipe: all || args.recipe, code: all || args.code };

@@ -1,12 +1,14 @@
 //! `records diff A B`: what changed between two records: the facts side by side
 //! (`facts.rs`), the commits between them (`commits.rs`), the recipe diff of their manifests
 //! (`recipe.rs`) and the code diff of their trees (`code.rs`). Either order works; from a newer
-//! record to an older one the commits are listed as undone.
+//! record to an older one the commits are listed as undone. For an upstream record inside a
+//! step, `upstream.rs`.
 mod code;
 mod commits;
 mod facts;
 mod paint;
 pub mod recipe;
+pub mod upstream;
 
 use crate::catalog::Catalog;
 use crate::series::{apply, recorded, tree, Series};

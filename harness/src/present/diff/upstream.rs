@@ -1,0 +1,76 @@
+//! `records diff A B` when A or B is an upstream record inside a step (`records list --all`):
+//! the upstream records after A up to B with the keys each set, the recipe diff (each side's
+//! recipe is its parent record's with the rows applied), and each one's commit of the series.
+use super::Paint;
+use crate::catalog::upstream_recipe::step;
+use crate::catalog::{Catalog, Upstream, SERIES};
+use crate::series::Series;
+use anyhow::{Context, Result};
+use std::path::Path;
+
+/// The diff from the older of `a`, `b` to the newer; None when both are records (the records'
+/// own diff applies).
+pub fn render(root: &Path, a: u32, b: u32, paint: Paint) -> Result<Option<String>> {
+    if SERIES.contains(&a) && SERIES.contains(&b) {
+        return Ok(None);
+    }
+    let catalog = Catalog::load(root)?;
+    let series = Series::load(root)?;
+    let (lo, hi) = (a.min(b), a.max(b));
+    let recipe = |k: u32| -> Result<(String, toml::Table)> {
+        if let Ok(m) = catalog.get(k) {
+            return Ok((m.record.title.clone(), m.recipe.clone()));
+        }
+        let s = step(&catalog, k).with_context(|| {
+            format!("#{k} is neither a record nor an upstream record of the series (records list --all)")
+        })?;
+        Ok((s.row.title.clone(), s.after))
+    };
+    let ((ta, old), (tb, new)) = (recipe(lo)?, recipe(hi)?);
+    let mut out =
+        paint.bold(&format!("records diff #{lo} → #{hi}\n  #{lo}: {ta}\n  #{hi}: {tb}\n"));
+    let mut rows: Vec<&Upstream> = (catalog.records().iter())
+        .flat_map(|m| &m.upstream)
+        .filter(|u| lo < u.number && u.number <= hi)
+        .collect();
+    rows.sort_by_key(|u| u.number);
+    let commit = |k: u32| {
+        let prefix = format!("#{k}:");
+        (series.records().iter().flat_map(|r| &r.commits)).find(|c| c.subject.starts_with(&prefix))
+    };
+    out.push_str(&format!("\n{}\n", paint.bold(&format!("Upstream records from #{lo} to #{hi}"))));
+    for u in &rows {
+        let sets = match (&u.same_math, step(&catalog, u.number)) {
+            (Some(_), _) => "same math".to_string(),
+            (None, Some(s)) => {
+                let keys: Vec<&str> = s.changes().iter().map(|(k, ..)| k.as_str()).collect();
+                keys.join(", ")
+            }
+            (None, None) => String::new(),
+        };
+        let (add, del) = commit(u.number).map_or((0, 0), |c| c.counts());
+        let counts =
+            format!("{} {}", paint.green(&format!("+{add}")), paint.red(&format!("-{del}")));
+        out.push_str(&format!("  #{:<3} {}  ({counts})  [{sets}]\n", u.number, u.title));
+    }
+    out.push_str(&format!("\n{}\n", paint.bold(&format!("Recipe #{lo} → #{hi} (full scale)"))));
+    let keys: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    for key in keys {
+        match (old.get(key), new.get(key)) {
+            (Some(x), Some(y)) if x != y => out.push_str(&format!("  ~ {key}: {x} → {y}\n")),
+            (None, Some(y)) => out.push_str(&paint.green(&format!("  + {key} = {y}\n"))),
+            (Some(x), None) => out.push_str(&paint.red(&format!("  - {key} = {x}\n"))),
+            _ => {}
+        }
+    }
+    out.push_str(&format!("\n{}\n", paint.bold(&format!("Code #{lo} → #{hi}, commit by commit"))));
+    for u in &rows {
+        let Some(c) = commit(u.number) else { continue };
+        out.push_str(&format!("\n{}\n", paint.bold(&c.subject)));
+        for line in c.diff.lines() {
+            out.push_str(&paint.diff_line(line));
+            out.push('\n');
+        }
+    }
+    Ok(Some(out))
+}
