@@ -154,8 +154,6 @@ fn diff_with_an_upstream_record_lists_the_steps_between() {
     assert_eq!(commits, 4, "one commit per upstream record");
     let out = records(&["diff", "81", "84"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("#81 is neither a record nor an upstream"),
-        "{err}"
-    );
+    assert!(!out.status.success() && err.contains("unknown record 81"), "{err}");
+    assert!(err.contains("upstream records inside their steps: `records list --all`"), "{err}");
 }

@@ -336,7 +336,10 @@ impl Catalog {
         self.records.iter().find(|m| m.record.number == n).with_context(|| {
             let known: Vec<String> =
                 self.records.iter().map(|m| m.record.number.to_string()).collect();
-            format!("unknown record {n}; known records: {}", known.join(", "))
+            format!(
+                "unknown record {n}; known records: {} (the upstream records inside their steps: `records list --all`)",
+                known.join(", ")
+            )
         })
     }
 

@@ -8,22 +8,23 @@ use crate::series::Series;
 use anyhow::{Context, Result};
 use std::path::Path;
 
-/// The diff from the older of `a`, `b` to the newer; None when both are records (the records'
-/// own diff applies).
+/// The diff from the older of `a`, `b` to the newer; None unless one of them is an upstream
+/// record inside a step and the other a record or one too (the records' own diff applies, and
+/// names an unknown number).
 pub fn render(root: &Path, a: u32, b: u32, paint: Paint) -> Result<Option<String>> {
-    if SERIES.contains(&a) && SERIES.contains(&b) {
+    let catalog = Catalog::load(root)?;
+    let upstream = |k: u32| !SERIES.contains(&k) && step(&catalog, k).is_some();
+    let known = |k: u32| catalog.get(k).is_ok() || upstream(k);
+    if !(upstream(a) || upstream(b)) || !(known(a) && known(b)) {
         return Ok(None);
     }
-    let catalog = Catalog::load(root)?;
     let series = Series::load(root)?;
     let (lo, hi) = (a.min(b), a.max(b));
     let recipe = |k: u32| -> Result<(String, toml::Table)> {
         if let Ok(m) = catalog.get(k) {
             return Ok((m.record.title.clone(), m.recipe.clone()));
         }
-        let s = step(&catalog, k).with_context(|| {
-            format!("#{k} is neither a record nor an upstream record of the series (records list --all)")
-        })?;
+        let s = step(&catalog, k).context("checked above")?;
         Ok((s.row.title.clone(), s.after))
     };
     let ((ta, old), (tb, new)) = (recipe(lo)?, recipe(hi)?);
