@@ -66,24 +66,19 @@ pub fn check(parent: &Manifest, m: &Manifest) -> Result<Rows, String> {
     }
     let got = normal(&recipe_at(&parent.recipe, &m.upstream, u32::MAX))?;
     let want = normal(&m.recipe)?;
-    let keys: std::collections::BTreeSet<&String> = got.keys().chain(want.keys()).collect();
-    for key in keys {
-        if got.get(key) != want.get(key) {
-            let setters: Vec<String> = (m.upstream.iter())
-                .filter(|r| r.recipe.as_ref().is_some_and(|t| t.contains_key(key)))
-                .map(|r| format!("#{}", r.number))
-                .collect();
-            let from = match setters.last() {
-                Some(last) => format!("set last by {last}'s row"),
-                None => format!("set by no row, so #{}'s", parent.record.number),
-            };
-            let show = |v: Option<&toml::Value>| v.map_or("absent".into(), ToString::to_string);
-            return Err(format!(
-                "{p}: the rows do not add up to [recipe]: `{key}` is {} ({from}) but [recipe] has {}",
-                show(got.get(key)),
-                show(want.get(key))
-            ));
-        }
+    if let Some((key, got, want)) = changes(&got, &want).into_iter().next() {
+        let last = (m.upstream.iter().rev())
+            .find(|r| r.recipe.as_ref().is_some_and(|t| t.contains_key(key)));
+        let from = match last {
+            Some(r) => format!("set last by #{}'s row", r.number),
+            None => format!("set by no row, so #{}'s", parent.record.number),
+        };
+        let show = |v: Option<&toml::Value>| v.map_or("absent".into(), ToString::to_string);
+        return Err(format!(
+            "{p}: the rows do not add up to [recipe]: `{key}` is {} ({from}) but [recipe] has {}",
+            show(got),
+            show(want)
+        ));
     }
     Ok(Rows::Proven(m.upstream.len()))
 }
@@ -112,15 +107,28 @@ pub struct Step<'a> {
     pub after: toml::Table,
 }
 
+/// A key whose value differs between two recipes: (key, before, after); None where absent.
+pub type Change<'t> = (&'t String, Option<&'t toml::Value>, Option<&'t toml::Value>);
+
+/// The keys whose values differ from `before` to `after`, in key order.
+pub fn changes<'t>(before: &'t toml::Table, after: &'t toml::Table) -> Vec<Change<'t>> {
+    let keys: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    keys.into_iter().map(|k| (k, before.get(k), after.get(k))).filter(|(_, a, b)| a != b).collect()
+}
+
 impl Step<'_> {
-    /// The keys upstream record k changed: (key, before, after); None where absent.
-    pub fn changes(&self) -> Vec<(&String, Option<&toml::Value>, Option<&toml::Value>)> {
-        let keys: std::collections::BTreeSet<&String> =
-            self.before.keys().chain(self.after.keys()).collect();
-        keys.into_iter()
-            .map(|k| (k, self.before.get(k), self.after.get(k)))
-            .filter(|(_, a, b)| a != b)
-            .collect()
+    /// The keys upstream record k changed.
+    pub fn changes(&self) -> Vec<Change<'_>> {
+        changes(&self.before, &self.after)
+    }
+
+    /// What it changed in a few words: "same math", or the keys its row set (empty: none yet).
+    pub fn summary(&self) -> String {
+        if self.row.same_math.is_some() {
+            return "same math".to_string();
+        }
+        let keys: Vec<&str> = self.changes().iter().map(|(k, ..)| k.as_str()).collect();
+        keys.join(", ")
     }
 }
 

@@ -93,14 +93,8 @@ fn upstream_table(catalog: &records::catalog::Catalog) {
                 (Some(m), None) => format!("{} (1 log)", figures::loss(m)),
                 _ => "no log".to_string(),
             };
-        let sets = match (&u.same_math, upstream_recipe::step(catalog, u.number)) {
-            (Some(_), _) => "  [same math]".to_string(),
-            (None, Some(step)) if !step.changes().is_empty() => {
-                let keys: Vec<&str> = step.changes().iter().map(|(k, ..)| k.as_str()).collect();
-                format!("  [{}]", keys.join(", "))
-            }
-            _ => String::new(),
-        };
+        let sets = upstream_recipe::step(catalog, u.number).map(|s| s.summary());
+        let sets = sets.filter(|s| !s.is_empty()).map_or(String::new(), |s| format!("  [{s}]"));
         println!(
             "{:>3}  {:<8} {:<10}  {:>16}  {:>6}  {evidence:<34}  #{patch:<4}  {}{sets}",
             u.number, pr, u.date, u.time_text, steps, u.title

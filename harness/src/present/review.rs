@@ -100,8 +100,7 @@ fn render_upstream(root: &Path, step: &Step, format: Format, paint: Paint) -> Re
     let parsed: Vec<Vec<FilePatch>> =
         commits.iter().map(|c| patch::parse(&c.diff)).collect::<Result<_, _>>()?;
     let (placed, _) = place_notes(&m.notes, &parsed);
-    let prefix = format!("#{}:", u.number);
-    let k = (commits.iter().position(|c| c.subject.starts_with(&prefix)))
+    let k = (series.upstream_commit(u.number).filter(|(r, ..)| *r == n).map(|(_, k, _)| k))
         .with_context(|| format!("no commit of patches/{n}.patch ports upstream #{}", u.number))?;
     let md = format == Format::Markdown;
     let paint = if md { Paint(false) } else { paint };

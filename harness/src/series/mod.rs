@@ -142,6 +142,16 @@ impl Series {
         Ok(&self.records[self.position(n)?])
     }
 
+    /// The commit that ports upstream record `k` (its subject starts "#k:"): the record whose
+    /// patch holds it, its index in that patch, and the commit.
+    pub fn upstream_commit(&self, k: u32) -> Option<(u32, usize, &Commit)> {
+        let prefix = format!("#{k}:");
+        self.records.iter().find_map(|r| {
+            let i = r.commits.iter().position(|c| c.subject.starts_with(&prefix))?;
+            Some((r.number, i, &r.commits[i]))
+        })
+    }
+
     /// The record before `n` in the chain.
     pub fn parent(&self, n: u32) -> Result<Option<u32>, SeriesError> {
         let i = self.position(n)?;

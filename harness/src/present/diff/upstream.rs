@@ -2,7 +2,7 @@
 //! the upstream records after A up to B with the keys each set, the recipe diff (each side's
 //! recipe is its parent record's with the rows applied), and each one's commit of the series.
 use super::Paint;
-use crate::catalog::upstream_recipe::step;
+use crate::catalog::upstream_recipe::{changes, step};
 use crate::catalog::{Catalog, Upstream, SERIES};
 use crate::series::Series;
 use anyhow::{Context, Result};
@@ -35,33 +35,22 @@ pub fn render(root: &Path, a: u32, b: u32, paint: Paint) -> Result<Option<String
         .filter(|u| lo < u.number && u.number <= hi)
         .collect();
     rows.sort_by_key(|u| u.number);
-    let commit = |k: u32| {
-        let prefix = format!("#{k}:");
-        (series.records().iter().flat_map(|r| &r.commits)).find(|c| c.subject.starts_with(&prefix))
-    };
+    let commit = |k: u32| series.upstream_commit(k).map(|(_, _, c)| c);
     out.push_str(&format!("\n{}\n", paint.bold(&format!("Upstream records from #{lo} to #{hi}"))));
     for u in &rows {
-        let sets = match (&u.same_math, step(&catalog, u.number)) {
-            (Some(_), _) => "same math".to_string(),
-            (None, Some(s)) => {
-                let keys: Vec<&str> = s.changes().iter().map(|(k, ..)| k.as_str()).collect();
-                keys.join(", ")
-            }
-            (None, None) => String::new(),
-        };
+        let sets = step(&catalog, u.number).map_or(String::new(), |s| s.summary());
         let (add, del) = commit(u.number).map_or((0, 0), |c| c.counts());
         let counts =
             format!("{} {}", paint.green(&format!("+{add}")), paint.red(&format!("-{del}")));
         out.push_str(&format!("  #{:<3} {}  ({counts})  [{sets}]\n", u.number, u.title));
     }
     out.push_str(&format!("\n{}\n", paint.bold(&format!("Recipe #{lo} → #{hi} (full scale)"))));
-    let keys: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
-    for key in keys {
-        match (old.get(key), new.get(key)) {
-            (Some(x), Some(y)) if x != y => out.push_str(&format!("  ~ {key}: {x} → {y}\n")),
+    for (key, before, after) in changes(&old, &new) {
+        match (before, after) {
+            (Some(x), Some(y)) => out.push_str(&format!("  ~ {key}: {x} → {y}\n")),
             (None, Some(y)) => out.push_str(&paint.green(&format!("  + {key} = {y}\n"))),
             (Some(x), None) => out.push_str(&paint.red(&format!("  - {key} = {x}\n"))),
-            _ => {}
+            (None, None) => {}
         }
     }
     out.push_str(&format!("\n{}\n", paint.bold(&format!("Code #{lo} → #{hi}, commit by commit"))));
