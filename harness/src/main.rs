@@ -26,6 +26,8 @@ enum Command {
     Show(cmd::show::Args),
     /// Build a record's trainer, run it, and print the verdict.
     Replay(cmd::replay::Args),
+    /// Replay every upstream record from A to B at one lab budget: what each one bought.
+    Walk(cmd::walk::Args),
     /// Profile a few training steps of a record: a Chrome trace and where the time goes.
     Profile(cmd::profile::Args),
     /// Time each record's training step, interleaved round by round: ms/step, tokens/s, ratios.
@@ -54,15 +56,16 @@ fn main() -> ExitCode {
             | Command::Diff(_)
             | Command::Review(_)
             | Command::Series(cmd::series::Args {
-                command: cmd::series::Command::Check { build: false }
+                command: cmd::series::Command::Check { build: false, .. }
             })
     );
     let builds = matches!(
         &cli.command,
         Command::Replay(_)
+            | Command::Walk(_)
             | Command::Profile(_)
             | Command::Series(cmd::series::Args {
-                command: cmd::series::Command::Check { build: true }
+                command: cmd::series::Command::Check { build: true, .. }
             })
     );
     if builds {
@@ -75,6 +78,7 @@ fn main() -> ExitCode {
         Command::List(a) => cmd::list::run(a),
         Command::Show(a) => cmd::show::run(a),
         Command::Replay(a) => cmd::replay::run(a),
+        Command::Walk(a) => cmd::walk::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Profile(a) => cmd::profile::run(a),
         Command::Data(a) => cmd::data::run(a),

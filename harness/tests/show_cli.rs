@@ -109,7 +109,12 @@ fn show_params_prints_each_parameters_optimizer_settings() {
 fn show_of_an_upstream_record_prints_what_it_set() {
     let text = stdout_of(&["show", "58"]);
     assert!(text.starts_with("Upstream record #58: "), "{text}");
-    assert!(text.contains("inside record #62's step (patches/62.patch)"), "{text}");
+    assert!(text.contains("commit 4 of record #62's step (patches/62.patch)"), "{text}");
+    assert!(
+        text.contains("`records replay 58` runs its tree and recipe, `records walk 54 62`"),
+        "{text}"
+    );
+    assert!(text.contains("lab budget    266 steps"), "{text}");
     let line = |key: &str| {
         let mut changes = text.lines().filter(|l| l.contains(" -> "));
         changes.find(|l| l.trim_start().starts_with(key)).unwrap_or("")

@@ -9,6 +9,7 @@ pub mod upstream_recipe;
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 /// The records this lab replays, oldest first; each one's parent is the one before it.
@@ -341,6 +342,27 @@ impl Catalog {
                 known.join(", ")
             )
         })
+    }
+
+    /// Record `n` as a replay reads it: one of the series' manifests, or an upstream record
+    /// inside a step (#30-#84; `records list --all`), whose manifest is written to
+    /// `<root>/target/records/upstream/NN.toml` for its trainer to read.
+    pub fn replayable(&self, root: &Path, n: u32) -> Result<Cow<'_, Manifest>> {
+        let step = upstream_recipe::step(self, n);
+        let Some(step) = step.filter(|_| !self.chain().contains(&n)) else {
+            return self.get(n).map(Cow::Borrowed);
+        };
+        let dir = root.join("target").join("records").join("upstream");
+        let m = step.manifest(dir.join(format!("{n:02}.toml"))).map_err(anyhow::Error::msg)?;
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let text = toml::to_string(&m).context("writing an upstream record's manifest")?;
+        let header = format!(
+            "# Upstream record #{n}, written by `records` from {}'s [[upstream]] rows; do not edit.\n",
+            step.holder.path.display()
+        );
+        corpus::fs::write_atomic(&m.path, format!("{header}{text}").as_bytes())
+            .with_context(|| format!("writing {}", m.path.display()))?;
+        Ok(Cow::Owned(m))
     }
 
     /// The lab target record `n` is judged against, and the record that set it: the

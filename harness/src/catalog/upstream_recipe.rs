@@ -3,9 +3,10 @@
 //! values) or why it set none (`same_math`). Upstream record k's recipe is the parent record's
 //! `[recipe]` with the rows up to k applied in order; the last row is the record itself, so the
 //! parent's recipe with every row applied must read exactly as the record's `[recipe]`.
-use super::{Manifest, Upstream};
+use super::{lab_steps_rule, Evidence, Manifest, RecordFacts, Upstream};
 use crate::trainer::recipe::{Recipe, Scale};
 use serde::Deserialize;
+use std::path::PathBuf;
 
 /// What a manifest's rows say about its recipe.
 #[derive(Debug, PartialEq)]
@@ -103,6 +104,8 @@ fn read(recipe: &toml::Table, lab: &toml::Table) -> Result<(), String> {
 pub struct Step<'a> {
     pub holder: &'a Manifest,
     pub row: &'a Upstream,
+    /// The record before it in the series: the previous row, or the holder's parent.
+    pub parent: u32,
     pub before: toml::Table,
     pub after: toml::Table,
 }
@@ -143,5 +146,72 @@ pub fn step(catalog: &super::Catalog, k: u32) -> Option<Step<'_>> {
         None => parent.recipe.clone(),
     };
     let after = recipe_at(&parent.recipe, &holder.upstream, k);
-    Some(Step { holder, row, before, after })
+    let parent = previous.map_or(parent.record.number, |p| p.number);
+    Some(Step { holder, row, parent, before, after })
+}
+
+impl Step<'_> {
+    /// Upstream record k as a manifest that the trainer and the verdict read, to be written at
+    /// `path`: its facts from its row, its recipe, the holder's `[lab]` with the lab rule's
+    /// budget for its own step count (#29's 1,670 = 250), and the record before it as parent.
+    /// It has no notes and no recorded tree: its tree is derived from the holder's.
+    pub fn manifest(&self, path: PathBuf) -> Result<Manifest, String> {
+        let (row, k) = (self.row, self.row.number);
+        let steps = self.after.get("steps").and_then(toml::Value::as_integer);
+        let steps = steps.and_then(|s| u64::try_from(s).ok()).ok_or_else(|| {
+            format!("{}: upstream #{k}'s recipe has no step count", self.holder.path.display())
+        })?;
+        let official_time_s = minutes(&row.time_text).ok_or_else(|| {
+            format!(
+                "{}: upstream #{k}: time_text = {:?}, not \"N minutes\"",
+                self.holder.path.display(),
+                row.time_text
+            )
+        })? * 60.0;
+        let mut lab = self.holder.lab.clone();
+        let lab_steps = lab_steps_rule(k, steps).expect("an upstream record is past the anchor");
+        lab.insert("steps".into(), toml::Value::Integer(lab_steps as i64));
+        let h = &self.holder.record;
+        let link = row.pr.map_or(h.link.clone(), |pr| format!("{PULLS}{pr}"));
+        Ok(Manifest {
+            path,
+            record: RecordFacts {
+                number: k,
+                title: row.title.clone(),
+                pr: row.pr,
+                link,
+                date: row.date.clone(),
+                authors: row.authors.clone(),
+                official_time_s,
+                official_time_text: row.time_text.clone(),
+                hardware: h.hardware.clone(),
+                steps,
+                tokens: 0, // not in upstream's table; no upstream record's page shows it
+                parent: Some(self.parent),
+                upstream_folder: row.folder.clone().unwrap_or_default(),
+                claim: row.title.clone(),
+                tree: None,
+            },
+            evidence: Evidence {
+                val_losses: row.val_losses.clone(),
+                train_times_s: row.train_times_s.clone(),
+                val_curve: Vec::new(),
+                source: row.folder.clone().unwrap_or_default(),
+            },
+            recipe: self.after.clone(),
+            lab,
+            lab_target: None,
+            upstream: Vec::new(),
+            notes: Vec::new(),
+            recipe_keys: Vec::new(),
+        })
+    }
+}
+
+/// Upstream's pull requests.
+const PULLS: &str = "https://github.com/KellerJordan/modded-nanogpt/pull/";
+
+/// The minutes of upstream's table ("1.918 minutes").
+fn minutes(text: &str) -> Option<f64> {
+    text.strip_suffix(" minutes")?.trim().parse().ok().filter(|m: &f64| *m > 0.0)
 }

@@ -10,6 +10,7 @@ pub mod series;
 pub mod show;
 pub mod site;
 pub mod verdict;
+pub mod walk;
 
 /// The catalog, with a warning for each manifest that does not load (the others stay usable;
 /// a command that needs the broken one, `wanted`, fails with its error instead).

@@ -20,7 +20,8 @@ use std::path::Path;
 pub struct Args {
     #[command(flatten)]
     pub places: super::RunPlaces,
-    /// Record number (see `records list`).
+    /// Record number: one of the series' (`records list`) or any upstream record inside a step
+    /// (`records list --all`), its tree at its own commit and its own recipe.
     pub record: u32,
     /// Step budget [default: the record's, from its manifest: `[lab] steps` at lab scale
     /// (proportional to its official steps: #29 250, #46 323), `record.steps` at full scale].
@@ -124,7 +125,8 @@ pub fn run(args: Args) -> Result<()> {
     );
     let root = paths::repo_root()?;
     let catalog = super::load_catalog(&root, Some(args.record))?;
-    let m = catalog.get(args.record)?;
+    let m = catalog.replayable(&root, args.record)?;
+    let m = m.as_ref();
     let cuda = args.gpus.is_some();
     let lab =
         args.scale.unwrap_or(if cuda { ScaleArg::Full } else { ScaleArg::Lab }) == ScaleArg::Lab;
@@ -167,15 +169,19 @@ pub fn run(args: Args) -> Result<()> {
     };
     let steps = args.steps.unwrap_or(m.budget(lab));
     // Upstream's rule: a record must beat its parent re-timed on the same hardware.
-    let parent = match args.baseline {
+    let parent_manifest = match args.baseline {
         true => {
             let n = m
                 .record
                 .parent
                 .with_context(|| format!("record {} has no parent to re-time", args.record))?;
-            Some((catalog.get(n)?, Trainer::build(&root, n, false, cuda)?))
+            Some(catalog.replayable(&root, n)?)
         }
         false => None,
+    };
+    let parent = match &parent_manifest {
+        Some(p) => Some((p.as_ref(), Trainer::build(&root, p.record.number, false, cuda)?)),
+        None => None,
     };
     let this = (m, Trainer::build(&root, args.record, args.head, cuda)?);
 
@@ -273,13 +279,19 @@ fn plot_runs(number: u32, logs: &[runlog::RunLog], lab: bool, target: f64, enabl
 }
 
 /// A record's built trainer: the record's own tree (or, with `head`, the checkout).
-fn seed_of(m: &Manifest) -> u64 {
+pub(super) fn seed_of(m: &Manifest) -> u64 {
     m.recipe.get("seed").and_then(|v| v.as_integer()).unwrap_or(0) as u64
 }
 
 /// Runs the ranks with a progress bar: rank 0's validation lines are printed as they come, and
 /// every rank's stderr with its rank.
-fn watch(bin: &Path, args: &[OsString], nproc: usize, opts: &LaunchOpts, steps: u64) -> Result<()> {
+pub(super) fn watch(
+    bin: &Path,
+    args: &[OsString],
+    nproc: usize,
+    opts: &LaunchOpts,
+    steps: u64,
+) -> Result<()> {
     let bar = ProgressBar::new(steps);
     bar.set_style(ProgressStyle::with_template(
         "{bar:40} {pos}/{len} steps  {msg}  [{elapsed} < {eta}]",

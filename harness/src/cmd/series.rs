@@ -1,6 +1,7 @@
 //! `records series`: check the patch series, edit it as a git history, capture a new record.
 use anyhow::Context;
 use clap::Subcommand;
+use records::series::check::Intermediate;
 use records::{paths, series};
 use std::path::PathBuf;
 
@@ -15,10 +16,14 @@ pub struct Args {
 pub enum Command {
     /// Prove the series: every tree materializes and every patch re-applies to give it exactly.
     Check {
-        /// Also compile every tree (`cargo check -p trainer`; a full release build of the first
-        /// and the newest record).
+        /// Also compile every record's tree (`cargo check -p trainer`; a full release build of
+        /// the first and the newest record), and build three trees of upstream records inside
+        /// the steps (a different three each day) and have each read its own recipe.
         #[arg(long)]
         build: bool,
+        /// With --build: every upstream record's tree, not three (45 builds; the full proof).
+        #[arg(long, requires = "build")]
+        all: bool,
     },
     /// Write record N's trainer tree to target/records/trees/NN/ (or --out DIR) and print its
     /// path.
@@ -57,8 +62,14 @@ pub enum Command {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let root = paths::repo_root()?;
     match args.command {
-        Command::Check { build } => {
-            let checked = series::check::check(&root, build, &mut |line| println!("{line}"))?;
+        Command::Check { build, all } => {
+            let intermediate = match (build, all) {
+                (_, true) => Intermediate::All,
+                (true, false) => Intermediate::Rotating(3),
+                (false, false) => Intermediate::None,
+            };
+            let checked =
+                series::check::check(&root, build, intermediate, &mut |line| println!("{line}"))?;
             println!("series ok: {} record(s)", checked.len());
         }
         Command::Tree { record, out: None } => {

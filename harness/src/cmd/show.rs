@@ -111,10 +111,19 @@ fn show_upstream(step: &Step) {
     if let Some(folder) = &u.folder {
         println!("  logs          {folder}");
     }
+    let commit = step.holder.upstream.iter().position(|r| r.number == u.number).unwrap_or(0) + 1;
+    let (k, h) = (u.number, holder.number);
+    let walk =
+        holder.parent.map_or(String::new(), |p| format!(", `records walk {p} {h}` the whole step"));
     println!(
-        "  in the lab    inside record #{}'s step (patches/{}.patch); `records review {}` walks it",
-        holder.number, holder.number, holder.number
+        "  in the lab    commit {commit} of record #{h}'s step (patches/{h:02}.patch): `records review {k}` shows it, `records replay {k}` runs its tree and recipe{walk}"
     );
+    if let Some(lab) = u.steps.and_then(|s| records::catalog::lab_steps_rule(k, s)) {
+        let (anchor, official, steps) = records::catalog::LAB_STEPS_ANCHOR;
+        println!(
+            "  lab budget    {lab} steps (the lab rule: #{anchor}'s {official} steps = {steps})"
+        );
+    }
     print_logs(
         ("its logs' final val losses", "its logs' train times:     "),
         &u.val_losses,

@@ -8,3 +8,4 @@ pub mod report;
 pub mod review;
 pub mod site;
 pub mod table;
+pub mod walk;

@@ -10,3 +10,4 @@ pub mod replays;
 pub mod signals;
 pub mod timing_lock;
 pub mod trainer_cmd;
+pub mod walk;

@@ -207,6 +207,19 @@ impl Series {
         Ok(recorded::trees(&Catalog::load(&self.root)?, self, repo, n)?[&n])
     }
 
+    /// The tree of record `n`, or of upstream record `n` inside a step (#58 in #62's patch):
+    /// the holding record's parent's tree with the patch's commits up to `n`'s applied.
+    pub fn tree_any(&self, repo: &Repository, n: u32) -> anyhow::Result<Oid> {
+        match self.upstream_commit(n).filter(|_| self.position(n).is_err()) {
+            Some((holder, i, _)) => {
+                let parent = self.parent(holder)?.expect("a record with a patch has a parent");
+                let base = self.tree(repo, parent)?;
+                Ok(self.forward(repo, holder, base)?[i])
+            }
+            None => self.tree(repo, n),
+        }
+    }
+
     /// Applies record `n`'s commits to `tree` in order, returning the tree after each.
     pub fn forward(
         &self,
@@ -231,8 +244,9 @@ impl Series {
     }
 }
 
-/// Writes record `record`'s trainer tree to `target/records/trees/NN/` (atomically; an
-/// unchanged tree is left as is) and returns that directory. `src/` is never touched.
+/// Writes record `record`'s trainer tree (or upstream record `record`'s, see
+/// [`Series::tree_any`]) to `target/records/trees/NN/` (atomically; an unchanged tree is left as
+/// is) and returns that directory. `src/` is never touched.
 pub fn materialize(root: &Path, record: u32) -> anyhow::Result<PathBuf> {
     let dir = tree_dir(root, record);
     write_tree(root, record, &dir)?;
@@ -259,7 +273,7 @@ pub fn materialize_into(root: &Path, record: u32, dest: &Path) -> anyhow::Result
 fn write_tree(root: &Path, record: u32, dest: &Path) -> anyhow::Result<()> {
     let series = Series::load(root)?;
     let repo = apply::scratch_repo()?;
-    let tree = series.tree(&repo, record)?;
+    let tree = series.tree_any(&repo, record)?;
     tree::write_dir(&repo, tree, dest)?;
     tree::write_head_manifests(root, dest)?;
     Ok(())

@@ -14,6 +14,23 @@ use crate::verdict::runlog::ValPoint;
 pub enum XAxis {
     Step,
     Seconds,
+    /// Upstream record numbers, along a walk (`records walk`).
+    Record,
+}
+
+impl XAxis {
+    /// Steps and seconds count from 0; record numbers start at the walk's first record.
+    pub fn from_zero(self) -> bool {
+        self != XAxis::Record
+    }
+}
+
+/// What the y axis measures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum YAxis {
+    ValLoss,
+    /// Upstream's record time.
+    Seconds,
 }
 
 /// Whose figures a chart shows, and at which scale.
@@ -57,6 +74,7 @@ pub struct Target {
 pub struct Chart {
     pub title: String,
     pub x: XAxis,
+    pub y: YAxis,
     pub source: Source,
     pub curves: Vec<Curve>,
     pub targets: Vec<Target>,
@@ -70,12 +88,16 @@ impl Chart {
         let what = match self.x {
             XAxis::Step => "step",
             XAxis::Seconds => "training time (s)",
+            XAxis::Record => "upstream record",
         };
         format!("{what} ({})", self.source.describe())
     }
 
     pub fn y_label(&self) -> String {
-        "val loss".to_string()
+        match self.y {
+            YAxis::ValLoss => "val loss".to_string(),
+            YAxis::Seconds => "record time (s)".to_string(),
+        }
     }
 
     /// Record `m`'s official val curve against 3.28; `None` where the manifest has no curve, or,
@@ -85,6 +107,7 @@ impl Chart {
         Some(Chart {
             title: format!("#{} official val loss", m.record.number),
             x,
+            y: YAxis::ValLoss,
             source: Source::Official,
             curves: vec![curve],
             targets: vec![full_target()],
@@ -101,6 +124,7 @@ impl Chart {
         Some(Chart {
             title: format!("#{} and #{} official val loss", a.record.number, b.record.number),
             x,
+            y: YAxis::ValLoss,
             source: Source::Official,
             curves,
             targets: vec![full_target()],
@@ -143,7 +167,7 @@ impl Chart {
                     .iter()
                     .filter(|v| v.val_loss.is_finite())
                     .filter_map(|v| match x {
-                        XAxis::Step => Some((v.step as f64, v.val_loss)),
+                        XAxis::Step | XAxis::Record => Some((v.step as f64, v.val_loss)),
                         XAxis::Seconds => v.train_time_ms.map(|ms| (ms / 1000.0, v.val_loss)),
                     })
                     .collect();
@@ -161,6 +185,7 @@ impl Chart {
         Some(Chart {
             title: format!("#{number} our replays"),
             x,
+            y: YAxis::ValLoss,
             source: if lab { Source::OursLab } else { Source::OursFull },
             curves,
             targets,
@@ -199,7 +224,7 @@ pub fn official_curve(m: &Manifest, x: XAxis) -> Option<Curve> {
         return None;
     }
     let per_step = match x {
-        XAxis::Step => 1.0,
+        XAxis::Step | XAxis::Record => 1.0,
         XAxis::Seconds => crate::verdict::stats::mean(&e.train_times_s)? / m.record.steps as f64,
     };
     Some(Curve {

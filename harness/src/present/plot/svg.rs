@@ -154,7 +154,8 @@ fn legend_label(curve: &Curve) -> String {
 /// the targets, padded by 4% each side.
 fn ranges(chart: &Chart) -> (std::ops::Range<f64>, std::ops::Range<f64>) {
     let pts = chart.curves.iter().flat_map(|c| &c.points);
-    let (mut x0, mut x1, mut y0, mut y1) = (0f64, f64::MIN, f64::MAX, f64::MIN);
+    let x_start = if chart.x.from_zero() { 0f64 } else { f64::MAX };
+    let (mut x0, mut x1, mut y0, mut y1) = (x_start, f64::MIN, f64::MAX, f64::MIN);
     for &(x, y) in pts {
         (x0, x1, y0, y1) = (x0.min(x), x1.max(x), y0.min(y), y1.max(y));
     }
@@ -165,7 +166,7 @@ fn ranges(chart: &Chart) -> (std::ops::Range<f64>, std::ops::Range<f64>) {
         x1 = x0 + 1.0;
     }
     let pad = ((y1 - y0) * 0.04).max(1e-3);
-    let x_end = if chart.x == XAxis::Step { x1 } else { x1 * 1.02 };
+    let x_end = if chart.x == XAxis::Seconds { x1 * 1.02 } else { x1 };
     (x0..x_end, (y0 - pad)..(y1 + pad))
 }
 

@@ -89,15 +89,18 @@ pub fn render(chart: &Chart, cols: usize, colour: bool) -> String {
 
 fn bounds(chart: &Chart) -> (f32, f32, f32, f32) {
     let pts = chart.curves.iter().flat_map(|c| &c.points);
-    let (mut x1, mut y0, mut y1) = (f64::MIN, f64::MAX, f64::MIN);
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
     for &(x, y) in pts {
-        (x1, y0, y1) = (x1.max(x), y0.min(y), y1.max(y));
+        (x0, x1, y0, y1) = (x0.min(x), x1.max(x), y0.min(y), y1.max(y));
+    }
+    if chart.x.from_zero() {
+        x0 = 0.0;
     }
     for t in &chart.targets {
         (y0, y1) = (y0.min(t.loss), y1.max(t.loss));
     }
     let pad = ((y1 - y0) * 0.04).max(1e-3);
-    (0.0, x1.max(1.0) as f32, (y0 - pad) as f32, (y1 + pad) as f32)
+    (x0 as f32, x1.max(x0 + 1.0) as f32, (y0 - pad) as f32, (y1 + pad) as f32)
 }
 
 fn rgb(c: plotters::style::RGBColor) -> [u8; 3] {
@@ -133,12 +136,13 @@ fn strip_ansi(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::present::plot::{Curve, Source, Target, XAxis};
+    use crate::present::plot::{Curve, Source, Target, XAxis, YAxis};
 
     fn chart() -> Chart {
         Chart {
             title: "#9 official val loss".into(),
             x: XAxis::Step,
+            y: YAxis::ValLoss,
             source: Source::Official,
             curves: vec![Curve {
                 label: "#9 test".into(),

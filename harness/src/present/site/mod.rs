@@ -2,8 +2,10 @@
 //! An index (upstream's table with this machine's lab verdicts and a mini curve), one page per
 //! record (header, claim, the commits of its patch with the review notes beside the lines they
 //! anchor, the official evidence and our replays, curves as inline SVG) and one page per record
-//! against its parent. Everything comes from the harness's own readers: the catalog, the
-//! series, `review::place_notes`, `diff::recipe_changes`, `stats` and `replays`.
+//! against its parent, a page per upstream record inside a step, and on each record's page the
+//! walk from its parent where one was run here (`records walk`). Everything comes from the
+//! harness's own readers: the catalog, the series, `review::place_notes`,
+//! `diff::recipe_changes`, `stats`, `replays` and the kept walks.
 mod pages;
 
 use crate::catalog::Catalog;
@@ -22,6 +24,11 @@ pub struct Built {
 /// The page of record `n`, relative to the site's folder.
 pub fn record_page(n: u32) -> String {
     format!("{n:02}.html")
+}
+
+/// The page of upstream record `k` inside a step.
+pub fn upstream_page(k: u32) -> String {
+    format!("u{k:02}.html")
 }
 
 /// The page of the diff from record `a` to record `b`.
@@ -64,6 +71,11 @@ pub fn build(root: &Path, results: &Path, out: &Path) -> Result<Built> {
             write(&diff_page(p, n), &page)?;
         }
     }
+    let chain = catalog.chain();
+    let upstream = catalog.records().iter().flat_map(|m| m.upstream.iter().map(|u| u.number));
+    for k in upstream.filter(|k| !chain.contains(k)).collect::<Vec<_>>() {
+        write(&upstream_page(k), &pages::upstream(&env, &catalog, &replays, k)?)?;
+    }
     Ok(Built { files })
 }
 
@@ -75,6 +87,7 @@ fn templates() -> Result<Environment<'static>> {
         ("index.html", include_str!("templates/index.html")),
         ("record.html", include_str!("templates/record.html")),
         ("diff.html", include_str!("templates/diff.html")),
+        ("upstream.html", include_str!("templates/upstream.html")),
     ] {
         env.add_template(name, text).with_context(|| format!("template {name}"))?;
     }

@@ -1,21 +1,23 @@
 //! The site's pages: the data each template is rendered with, built from the harness's
 //! readers.
-use crate::catalog::{Catalog, Manifest, Note, RecordFacts, TARGET_VAL_LOSS};
+use crate::catalog::{upstream_recipe, Catalog, Manifest, Note, RecordFacts, TARGET_VAL_LOSS};
 use crate::present::diff::{recipe_changes, RecipeChange};
 use crate::present::plot::svg;
 use crate::present::plot::{Chart, XAxis};
 use crate::present::review::{place_notes, Spot};
+use crate::present::walk;
 use crate::run::replays::{self, Replay};
+use crate::run::walk::Walk;
 use crate::series::patch::{self, FilePatch};
 use crate::series::{tree, Series};
 use crate::verdict::stats;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use git2::{Oid, Repository};
 use minijinja::value::Serde;
 use minijinja::{context, Environment};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Chart sizes: a page's curves, and the index's mini curves.
 const FIGURE: (u32, u32) = (600, 380);
@@ -25,6 +27,8 @@ const SPARK: (u32, u32) = (150, 44);
 pub struct Replays {
     by_record: BTreeMap<u32, Vec<Replay>>,
     lab_targets: BTreeMap<u32, f64>,
+    /// Where they were read, for the walks and the upstream records' replays.
+    results: PathBuf,
 }
 
 impl Replays {
@@ -39,7 +43,7 @@ impl Replays {
                 lab_targets.insert(n, t.val_loss);
             }
         }
-        Ok(Replays { by_record, lab_targets })
+        Ok(Replays { by_record, lab_targets, results: results.to_path_buf() })
     }
 
     fn of(&self, n: u32) -> &[Replay] {
@@ -68,9 +72,131 @@ pub fn index(env: &Environment, catalog: &Catalog, replays: &Replays) -> Result<
             Chart::official(m, XAxis::Step).map(|c| svg::sparkline(&c, SPARK)).transpose()?;
         rows.push(IndexRow { r: &m.record, page: super::record_page(n), lab, shortened, spark });
     }
-    Ok(env
-        .get_template("index.html")?
-        .render(context! { rows => Serde(rows), target => TARGET_VAL_LOSS })?)
+    Ok(env.get_template("index.html")?.render(context! {
+        rows => Serde(rows),
+        upstream => Serde(upstream_rows(catalog)),
+        target => TARGET_VAL_LOSS,
+    })?)
+}
+
+/// An upstream record inside a step, as the index lists it.
+#[derive(Serialize)]
+struct UpstreamRow {
+    number: u32,
+    title: String,
+    date: String,
+    time: String,
+    page: String,
+    holder: u32,
+    holder_page: String,
+    changed: String,
+}
+
+/// Every upstream record inside a step (not one of the series' records), oldest first.
+fn upstream_rows(catalog: &Catalog) -> Vec<UpstreamRow> {
+    let chain = catalog.chain();
+    let mut rows: Vec<UpstreamRow> = (catalog.records().iter())
+        .flat_map(|m| m.upstream.iter().map(move |u| (m.record.number, u)))
+        .filter(|(_, u)| !chain.contains(&u.number))
+        .map(|(holder, u)| UpstreamRow {
+            number: u.number,
+            title: u.title.clone(),
+            date: u.date.clone(),
+            time: u.time_text.clone(),
+            page: super::upstream_page(u.number),
+            holder,
+            holder_page: super::record_page(holder),
+            changed: upstream_recipe::step(catalog, u.number)
+                .map_or(String::new(), |s| s.summary()),
+        })
+        .collect();
+    rows.sort_by_key(|r| r.number);
+    rows
+}
+
+/// A walk as a page shows it: its table and its two charts.
+#[derive(Serialize)]
+struct WalkView {
+    header: [String; 6],
+    /// Each stop's cells and its page.
+    rows: Vec<([String; 6], String)>,
+    total: String,
+    moves: String,
+    command: String,
+    figures: Vec<svg::Figure>,
+}
+
+/// The newest walk kept from `from` to `to`, if one was run here.
+fn walk_view(replays: &Replays, catalog: &Catalog, from: u32, to: u32) -> Result<Option<WalkView>> {
+    let Some(w) = Walk::kept(&replays.results, from, to)?.into_iter().next() else {
+        return Ok(None);
+    };
+    let chain = catalog.chain();
+    let page = |n: u32| match chain.contains(&n) {
+        true => super::record_page(n),
+        false => super::upstream_page(n),
+    };
+    let target = replays.lab_targets.get(&to).copied();
+    let figures =
+        walk::charts(&w, target).iter().map(|c| svg::figure(c, FIGURE)).collect::<Result<_>>()?;
+    let runs = if w.seeds.len() > 1 { format!(" --runs {}", w.seeds.len()) } else { String::new() };
+    Ok(Some(WalkView {
+        header: walk::header(&w),
+        rows: walk::rows(&w).into_iter().zip(&w.stops).map(|(r, s)| (r, page(s.number))).collect(),
+        total: walk::total(&w),
+        moves: walk::moves(&w),
+        command: format!("records walk {from} {to}{runs}"),
+        figures,
+    }))
+}
+
+/// The page of upstream record `k` inside a step: its facts and logs, the keys it set (or why
+/// it set none), where its commit is, this machine's replays of it, and the walk over its step.
+pub fn upstream(env: &Environment, catalog: &Catalog, replays: &Replays, k: u32) -> Result<String> {
+    let step = upstream_recipe::step(catalog, k)
+        .with_context(|| format!("upstream #{k} is in no manifest's rows"))?;
+    let m = step.manifest(PathBuf::new()).map_err(anyhow::Error::msg)?;
+    let holder = step.holder.record.number;
+    let index = step.holder.upstream.iter().position(|u| u.number == k).unwrap_or(0) + 1;
+    let keys: Vec<RecipeRow> = step
+        .changes()
+        .into_iter()
+        .map(|(key, before, after)| {
+            let show = |v: Option<&toml::Value>| v.map_or(String::new(), ToString::to_string);
+            let kind = match (before, after) {
+                (None, _) => "added",
+                (_, None) => "removed",
+                _ => "changed",
+            };
+            RecipeRow { kind, key: key.clone(), old: show(before), new: show(after) }
+        })
+        .collect();
+    let ours = replays::of_record(&replays.results, k)?;
+    let parent = holder_parent(catalog, holder)?;
+    let parent_page = match step.parent == parent {
+        true => super::record_page(parent),
+        false => super::upstream_page(step.parent),
+    };
+    let page = env.get_template("upstream.html")?.render(context! {
+        r => Serde(&m.record),
+        holder => holder,
+        holder_page => super::record_page(holder),
+        parent_page => parent_page,
+        commit => index,
+        commits => step.holder.upstream.len(),
+        same_math => Serde(&step.row.same_math),
+        keys => Serde(keys),
+        official => Serde(official(&m)),
+        replays => Serde(ours.iter().map(|r| view(r, &m)).collect::<Vec<_>>()),
+        lab_steps => m.lab_steps(),
+        walk => Serde(walk_view(replays, catalog, parent, holder)?),
+    })?;
+    Ok(page)
+}
+
+/// The parent of record `n` of the series.
+fn holder_parent(catalog: &Catalog, n: u32) -> Result<u32> {
+    catalog.get(n)?.record.parent.with_context(|| format!("record #{n} has no parent"))
 }
 
 /// One line of a diff, with the notes anchored at it.
@@ -218,6 +344,10 @@ pub fn record(
         replays => Serde(ours.iter().map(|r| view(r, m)).collect::<Vec<_>>()),
         figures => Serde(figures),
         target => TARGET_VAL_LOSS,
+        walk => Serde(match parent {
+            Some(p) => walk_view(replays, catalog, p.record.number, n)?,
+            None => None,
+        }),
     })?;
     Ok(page)
 }

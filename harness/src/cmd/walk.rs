@@ -1,0 +1,166 @@
+//! `records walk A B`: every record of the series from A to B, the upstream records inside the
+//! steps too, replayed at lab scale at B's budget with the same seeds, interleaved seed by seed;
+//! a table and charts of what each one bought.
+use anyhow::{Context, Result};
+use records::catalog::Manifest;
+use records::data::corpora;
+use records::present::plot::{self, svg};
+use records::present::walk as show;
+use records::run::lab_target::{self, Target};
+use records::run::launch::LaunchOpts;
+use records::run::trainer_cmd::Trainer;
+use records::run::walk::{self, Stop, Walk};
+use records::{paths, series};
+use std::collections::btree_map::{BTreeMap, Entry};
+use std::path::{Path, PathBuf};
+
+/// Replay every upstream record from A to B at one lab budget (B's), seeds fixed.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub places: super::RunPlaces,
+    /// The first record (#29 or later: a record of the series or an upstream record inside one,
+    /// `records list --all`); its loss is where the deltas start.
+    pub from: u32,
+    /// The last record; its lab budget is the walk's.
+    pub to: u32,
+    /// Runs per record, seeds seed, seed+1, ... (the same for every record): the deltas then
+    /// print with their spread.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: u32,
+    /// The step budget of every run [default: B's lab budget].
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub steps: Option<u64>,
+    /// The first seed [default: B's recipe's].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// How the table prints.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: super::FormatArg,
+    /// Print no charts (none are printed when stdout is not a terminal).
+    #[arg(long)]
+    pub no_plot: bool,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let root = paths::repo_root()?;
+    let catalog = super::load_catalog(&root, None)?;
+    let numbers = walk::stops(&catalog, args.from, args.to)?;
+    let manifests: Vec<_> =
+        numbers.iter().map(|&n| catalog.replayable(&root, n)).collect::<Result<_>>()?;
+    let last = manifests.last().expect("a walk has two stops at least");
+    let steps = args.steps.unwrap_or(last.budget(true));
+    let first_seed = args.seed.unwrap_or_else(|| super::replay::seed_of(last));
+    let seeds: Vec<u64> = (0..u64::from(args.runs)).map(|i| first_seed + i).collect();
+    let results = args.places.results(&root);
+    let cpu = lab_target::this_cpu();
+
+    // Each stop's tree id (materializing is cheap; a build waits until a run needs it).
+    let mut stops = Vec::new();
+    for (i, m) in manifests.iter().enumerate() {
+        let n = m.record.number;
+        let dir = series::materialize(&root, n)?;
+        let tree = std::fs::read_to_string(dir.join(series::tree::MARKER))?.trim().to_string();
+        let (changed, same_math) = walk::changed(&catalog, n, i == 0);
+        stops.push(Stop {
+            number: n,
+            title: m.record.title.clone(),
+            changed,
+            same_math,
+            official_s: m.record.official_time_s,
+            tree,
+            runs: Vec::new(),
+        });
+    }
+    let missing: usize = (stops.iter().zip(&manifests))
+        .map(|(s, m)| {
+            seeds
+                .iter()
+                .filter(|&&seed| !kept(&results, m, s, steps, seed).unwrap_or(false))
+                .count()
+        })
+        .sum();
+    println!(
+        "walk #{} -> #{}: {} records x {} seed(s) at {steps} lab steps; {missing} run(s) to do, {} kept",
+        args.from,
+        args.to,
+        stops.len(),
+        seeds.len(),
+        stops.len() * seeds.len() - missing
+    );
+    // The corpus only where a run is to do: a walk of kept runs reads none.
+    let data = match missing {
+        0 => PathBuf::new(),
+        _ => args.places.data(&root, true)?,
+    };
+    if missing > 0 {
+        corpora::check_shards_for(last, true, &data)?;
+    }
+
+    // Interleaved: every record's run with one seed, then the next seed.
+    let mut trainers: BTreeMap<u32, Trainer> = BTreeMap::new();
+    for &seed in &seeds {
+        for (s, m) in stops.iter_mut().zip(&manifests) {
+            let key = walk::run_key(m, &s.tree, steps, seed)?;
+            let dir = walk::run_dir(&results, s.number, &key);
+            let run = match walk::kept_run(&dir)? {
+                Some(run) => run,
+                None => {
+                    let t = match trainers.entry(s.number) {
+                        Entry::Occupied(e) => e.into_mut(),
+                        Entry::Vacant(e) => {
+                            e.insert(Trainer::build(&root, s.number, false, false)?)
+                        }
+                    };
+                    one_run(t, m, &data, &dir, steps, seed)?
+                }
+            };
+            println!(
+                "#{:<3} seed {seed}: val {:.4} at step {steps}  {}",
+                s.number, run.val_loss, s.changed
+            );
+            s.runs.push(run);
+        }
+    }
+    let walk = Walk { from: args.from, to: args.to, steps, seeds, cpu, stops };
+    let target = Target::of(&catalog, &results, args.to, &walk.cpu).ok().map(|t| t.val_loss);
+    println!();
+    print!("{}", show::render(&walk, args.format.into()));
+    let charts = show::charts(&walk, target);
+    plot::term::print(&charts, !args.no_plot);
+    let svgs: Vec<(&str, String)> = ["loss.svg", "time.svg"]
+        .into_iter()
+        .zip(&charts)
+        .map(|(name, c)| Ok((name, svg::figure(c, (900, 420))?.svg)))
+        .collect::<Result<_>>()?;
+    let dir = walk::write(&results, &walk, &svgs)?;
+    println!("results: {} (walk.json, loss.svg, time.svg)", dir.display());
+    Ok(())
+}
+
+/// Whether record `m`'s run with `seed` is kept already.
+fn kept(results: &Path, m: &Manifest, s: &Stop, steps: u64, seed: u64) -> Result<bool> {
+    let key = walk::run_key(m, &s.tree, steps, seed)?;
+    Ok(walk::kept_run(&walk::run_dir(results, s.number, &key))?.is_some())
+}
+
+/// One lab run of `m` on its trainer `t`, kept at `dir`.
+fn one_run(
+    t: &Trainer,
+    m: &Manifest,
+    data: &Path,
+    dir: &Path,
+    steps: u64,
+    seed: u64,
+) -> Result<walk::Run> {
+    let parent = dir.parent().context("a kept run has a folder")?;
+    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    let tmp = parent.join(format!(".tmp-{}", std::process::id()));
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp)?;
+    }
+    let cmd = t.cmd(m, "lab", data, &tmp, false).steps(steps).seed(seed).header("walk=1");
+    tracing::info!("records: #{} seed {seed}, {steps} lab steps", m.record.number);
+    super::replay::watch(&t.bin, cmd.args(), 1, &LaunchOpts::default(), steps)?;
+    walk::keep_run(&tmp, dir, seed)
+}

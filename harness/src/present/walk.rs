@@ -1,0 +1,213 @@
+//! A walk as a person reads it: a table of what each record changed and what it bought (the
+//! official time, ours: the lab val loss at equal steps), and two charts over the records, the
+//! lab loss stepping down (or up) beside upstream's time stepping down.
+use super::figures::{loss, loss_delta, secs, secs_delta};
+use super::plot::{Chart, Curve, Source, Target, XAxis, YAxis};
+use super::table::{Format, Table};
+use crate::run::walk::Walk;
+use crate::verdict::stats;
+
+/// The table's header, for `walk` of `runs` seeds at `steps`.
+pub fn header(walk: &Walk) -> [String; 6] {
+    let runs = walk.seeds.len();
+    let per = if runs > 1 { format!(", mean ± sd of {runs} seeds") } else { String::new() };
+    [
+        "record".to_string(),
+        "what changed".to_string(),
+        "official (8×H100)".to_string(),
+        "Δ official".to_string(),
+        format!("lab val @{} (ours{per})", walk.steps),
+        "Δ lab (ours, paired by seed)".to_string(),
+    ]
+}
+
+/// One row per stop: the record, what it changed, its official time and delta, our lab val
+/// loss and its delta from the stop before.
+pub fn rows(walk: &Walk) -> Vec<[String; 6]> {
+    (walk.stops.iter().enumerate())
+        .map(|(i, s)| {
+            let changed = match (i, s.same_math) {
+                (0, _) => "(start)".to_string(),
+                (_, true) => "= same math".to_string(),
+                _ => s.changed.clone(),
+            };
+            let (d_official, d_lab) = match i {
+                0 => (String::new(), String::new()),
+                _ => (
+                    secs_delta(s.official_s - walk.stops[i - 1].official_s),
+                    spread(&walk.deltas(i), loss_delta),
+                ),
+            };
+            [
+                format!("#{} {}", s.number, s.title),
+                changed,
+                secs(s.official_s),
+                d_official,
+                spread(&s.losses(), loss),
+                d_lab,
+            ]
+        })
+        .collect()
+}
+
+/// The whole way from the first stop to the last, in one line.
+pub fn total(walk: &Walk) -> String {
+    let (a, b) = (&walk.stops[0], &walk.stops[walk.stops.len() - 1]);
+    format!(
+        "#{} -> #{}: official {} ({} -> {}), lab val loss {} at {} steps (ours, {}).",
+        a.number,
+        b.number,
+        secs_delta(b.official_s - a.official_s),
+        secs(a.official_s),
+        secs(b.official_s),
+        spread(&walk.total(), loss_delta),
+        walk.steps,
+        walk.cpu
+    )
+}
+
+/// The walk's table, a total line, and the largest moves.
+pub fn render(walk: &Walk, format: Format) -> String {
+    let mut t = Table::new(header(walk)).left(1);
+    for mut row in rows(walk) {
+        row[0] = clip(&row[0], 38);
+        row[1] = clip(&row[1], 48);
+        t.row(row);
+    }
+    format!("{}\n{}\n{}", t.render(format), total(walk), moves(walk))
+}
+
+/// "mean" for one run, "mean ± sd" for several.
+fn spread(x: &[f64], f: fn(f64) -> String) -> String {
+    match (stats::mean(x), stats::std(x)) {
+        (Some(m), Some(sd)) if x.len() > 1 => format!("{} ± {sd:.4}", f(m)),
+        (Some(m), _) => f(m),
+        _ => "-".into(),
+    }
+}
+
+/// The three largest lab moves, each against the noise where several seeds measure it.
+pub fn moves(walk: &Walk) -> String {
+    let mut d: Vec<(u32, f64, Option<f64>)> = (1..walk.stops.len())
+        .map(|i| {
+            let x = walk.deltas(i);
+            (walk.stops[i].number, stats::mean(&x).unwrap_or(0.0), stats::std(&x))
+        })
+        .collect();
+    d.sort_by(|a, b| b.1.abs().total_cmp(&a.1.abs()));
+    let top: Vec<String> = d
+        .iter()
+        .take(3)
+        .map(|(n, m, sd)| match sd.filter(|_| walk.seeds.len() > 1) {
+            Some(sd) => format!("#{n} {} (sd {sd:.4})", loss_delta(*m)),
+            None => format!("#{n} {}", loss_delta(*m)),
+        })
+        .collect();
+    let noise = match walk.seeds.len() {
+        1 => "one seed: the lab's noise is about ±0.01; `--runs 3` measures it",
+        _ => "paired by seed",
+    };
+    format!("largest lab moves: {} ({noise})\n", top.join(", "))
+}
+
+fn clip(s: &str, n: usize) -> String {
+    match s.chars().count() > n {
+        true => format!("{}…", s.chars().take(n - 1).collect::<String>()),
+        false => s.to_string(),
+    }
+}
+
+/// The two charts: the lab val loss at equal steps (ours; each seed and their mean), and
+/// upstream's record time (official), both by record number.
+pub fn charts(walk: &Walk, lab_target: Option<f64>) -> [Chart; 2] {
+    let by_record = |f: &dyn Fn(&crate::run::walk::Stop) -> f64| -> Vec<(f64, f64)> {
+        walk.stops.iter().map(|s| (f64::from(s.number), f(s))).collect()
+    };
+    let mut curves = vec![Curve {
+        label: format!("lab val loss at step {} (mean)", walk.steps),
+        points: by_record(&|s| s.mean_loss()),
+        markers: true,
+    }];
+    if walk.seeds.len() > 1 {
+        curves.extend(walk.seeds.iter().enumerate().map(|(i, seed)| Curve {
+            label: format!("seed {seed}"),
+            points: by_record(&|s| s.runs[i].val_loss),
+            markers: false,
+        }));
+    }
+    let loss = Chart {
+        title: format!("#{} -> #{}: lab val loss at equal steps", walk.from, walk.to),
+        x: XAxis::Record,
+        y: YAxis::ValLoss,
+        source: Source::OursLab,
+        curves,
+        targets: lab_target
+            .map(|t| Target { label: format!("lab target {t}"), loss: t })
+            .into_iter()
+            .collect(),
+        x_note: Some(format!("ours: {}", walk.cpu)),
+    };
+    let time = Chart {
+        title: format!("#{} -> #{}: official record time", walk.from, walk.to),
+        x: XAxis::Record,
+        y: YAxis::Seconds,
+        source: Source::Official,
+        curves: vec![Curve {
+            label: "record time (8×H100)".into(),
+            points: by_record(&|s| s.official_s),
+            markers: true,
+        }],
+        targets: Vec::new(),
+        x_note: None,
+    };
+    [loss, time]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::walk::{Run, Stop};
+
+    fn stop(n: u32, same: bool, official: f64, losses: &[f64]) -> Stop {
+        Stop {
+            number: n,
+            title: format!("record {n}"),
+            changed: if same { "same math".into() } else { format!("key{n}") },
+            same_math: same,
+            official_s: official,
+            tree: "t".into(),
+            runs: (losses.iter().enumerate())
+                .map(|(i, &v)| Run { seed: i as u64, val_loss: v, train_time_ms: 1.0, val: vec![] })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn deltas_are_paired_by_seed_and_the_table_marks_same_math() {
+        let walk = Walk {
+            from: 54,
+            to: 56,
+            steps: 240,
+            seeds: vec![0, 1],
+            cpu: "cpu X".into(),
+            stops: vec![
+                stop(54, false, 120.0, &[1.90, 1.80]),
+                stop(55, false, 115.0, &[1.85, 1.77]),
+                stop(56, true, 114.0, &[1.85, 1.77]),
+            ],
+        };
+        // Paired: 55 - 54 per seed is -0.05 and -0.03, mean -0.04.
+        let d = walk.deltas(1);
+        assert!((d[0] + 0.05).abs() < 1e-12 && (d[1] + 0.03).abs() < 1e-12, "{d:?}");
+        let text = render(&walk, Format::Markdown);
+        assert!(text.contains("−0.0400 ± 0.0141"), "{text}");
+        assert!(text.contains("= same math"), "{text}");
+        assert!(text.contains("−5.0 s"), "{text}");
+        assert!(text.contains("largest lab moves: #55 −0.0400 (sd 0.0141)"), "{text}");
+        let [l, t] = charts(&walk, Some(1.8));
+        let (x, y) = l.curves[0].points[1];
+        assert!(x == 55.0 && (y - 1.81).abs() < 1e-12, "{:?}", l.curves[0].points);
+        assert_eq!(l.curves.len(), 3);
+        assert_eq!(t.curves[0].points[2], (56.0, 114.0));
+    }
+}

@@ -1,0 +1,221 @@
+//! `records walk A B`: every record of the series from A to B (the upstream records inside the
+//! steps too) at lab scale, all at one step budget (B's) and the same seeds, so that the change
+//! each one made shows as a delta of the val loss at equal steps.
+//!
+//! Each run is kept under `<results>/walk/NN/<key>/` (`run.json` beside the trainer's log and
+//! metrics), keyed by everything that decides its losses: the tree id, the recipe and `[lab]`
+//! the manifest gives, the budget and the seed. A later walk over a covered range reuses it; a
+//! changed tree or recipe is run again. The walk itself is written to
+//! `<results>/walk/A-B-<steps>/walk.json` for the site.
+use crate::catalog::{upstream_recipe, Catalog, Manifest};
+use crate::verdict::{runlog, stats};
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+/// One record along a walk and its runs, one per seed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Stop {
+    pub number: u32,
+    pub title: String,
+    /// What it changed: the recipe keys its row set, "same math", or "" for the walk's start.
+    pub changed: String,
+    pub same_math: bool,
+    /// Upstream's record time (official, 8×H100), seconds.
+    pub official_s: f64,
+    pub tree: String,
+    pub runs: Vec<Run>,
+}
+
+/// One lab run of a stop.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Run {
+    pub seed: u64,
+    /// The final val loss (ours, lab scale, at the walk's budget).
+    pub val_loss: f64,
+    pub train_time_ms: f64,
+    /// (step, val loss) of every validation.
+    pub val: Vec<(u64, f64)>,
+}
+
+/// A walk from record `from` to `to`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Walk {
+    pub from: u32,
+    pub to: u32,
+    pub steps: u64,
+    pub seeds: Vec<u64>,
+    /// The CPU that ran it (lab figures differ by CPU).
+    pub cpu: String,
+    pub stops: Vec<Stop>,
+}
+
+impl Stop {
+    pub fn losses(&self) -> Vec<f64> {
+        self.runs.iter().map(|r| r.val_loss).collect()
+    }
+
+    pub fn mean_loss(&self) -> f64 {
+        stats::mean(&self.losses()).unwrap_or(f64::NAN)
+    }
+}
+
+impl Walk {
+    /// Stop `i`'s val loss minus stop `i - 1`'s, seed by seed (paired: the same seed on both
+    /// sides, so the seeds' own noise cancels as far as it can).
+    pub fn deltas(&self, i: usize) -> Vec<f64> {
+        let (a, b) = (&self.stops[i - 1], &self.stops[i]);
+        (a.runs.iter().zip(&b.runs)).map(|(x, y)| y.val_loss - x.val_loss).collect()
+    }
+
+    /// The last stop's val loss minus the first's, seed by seed.
+    pub fn total(&self) -> Vec<f64> {
+        let (a, b) = (&self.stops[0], &self.stops[self.stops.len() - 1]);
+        (a.runs.iter().zip(&b.runs)).map(|(x, y)| y.val_loss - x.val_loss).collect()
+    }
+
+    /// Where it is written: `<results>/walk/A-B-<steps>/`.
+    pub fn dir(results: &Path, from: u32, to: u32, steps: u64) -> PathBuf {
+        results.join("walk").join(format!("{from}-{to}-{steps}"))
+    }
+
+    /// The walk from `from` to `to` kept under `results` at `steps`, if one was written.
+    pub fn load(results: &Path, from: u32, to: u32, steps: u64) -> Result<Option<Walk>> {
+        let path = Walk::dir(results, from, to, steps).join("walk.json");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                Ok(Some(serde_json::from_str(&text).with_context(|| path.display().to_string())?))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+        }
+    }
+
+    /// Every walk kept under `results` that ends at `to` and starts at `from`, at any budget:
+    /// the newest written first.
+    pub fn kept(results: &Path, from: u32, to: u32) -> Result<Vec<Walk>> {
+        let Ok(entries) = std::fs::read_dir(results.join("walk")) else {
+            return Ok(Vec::new());
+        };
+        let prefix = format!("{from}-{to}-");
+        let mut found = Vec::new();
+        for e in entries {
+            let name = e?.file_name().to_string_lossy().into_owned();
+            let Some(steps) = name.strip_prefix(&prefix).and_then(|s| s.parse().ok()) else {
+                continue;
+            };
+            let path = Walk::dir(results, from, to, steps).join("walk.json");
+            let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+            if let (Some(w), Some(t)) = (Walk::load(results, from, to, steps)?, modified) {
+                found.push((t, w));
+            }
+        }
+        found.sort_by_key(|f| std::cmp::Reverse(f.0));
+        Ok(found.into_iter().map(|(_, w)| w).collect())
+    }
+}
+
+/// The records a walk from `from` to `to` visits, oldest first: `from`, then every record of
+/// the series and every upstream record inside a step after it, up to `to`.
+pub fn stops(catalog: &Catalog, from: u32, to: u32) -> Result<Vec<u32>> {
+    let series: Vec<u32> = catalog.records().iter().map(|m| m.record.number).collect();
+    let upstream = catalog.records().iter().flat_map(|m| m.upstream.iter().map(|u| u.number));
+    let mut all: Vec<u32> = series.iter().copied().chain(upstream).collect();
+    all.sort_unstable();
+    all.dedup();
+    for n in [from, to] {
+        if !all.contains(&n) {
+            bail!(
+                "{n} is neither a record of the series nor an upstream record inside one \
+                 (`records list --all`)"
+            );
+        }
+    }
+    if from >= to {
+        bail!("walk {from} {to}: the first record must be older than the second");
+    }
+    if from < crate::catalog::LAB_STEPS_ANCHOR.0 {
+        bail!(
+            "walk {from} {to}: a walk starts at #{} or later (#1 has a lab target and a shape of \
+             its own; `records replay 29 --baseline` sets it against #29)",
+            crate::catalog::LAB_STEPS_ANCHOR.0
+        );
+    }
+    Ok(all.into_iter().filter(|&n| (from..=to).contains(&n)).collect())
+}
+
+/// What stop `n` changed against the stop before it, and whether it is the same math.
+pub fn changed(catalog: &Catalog, n: u32, first: bool) -> (String, bool) {
+    match upstream_recipe::step(catalog, n).filter(|_| !first) {
+        Some(s) => (s.summary(), s.row.same_math.is_some()),
+        None => (String::new(), false),
+    }
+}
+
+/// The key of one kept run: what decides its losses.
+pub fn run_key(m: &Manifest, tree: &str, steps: u64, seed: u64) -> Result<String> {
+    let mut both = toml::Table::new();
+    both.insert("recipe".into(), toml::Value::Table(m.recipe.clone()));
+    both.insert("lab".into(), toml::Value::Table(m.lab.clone()));
+    let recipe = hex::encode(Sha256::digest(toml::to_string(&both)?.as_bytes()));
+    Ok(format!("{:.12}-{:.12}-{steps}-seed{seed}", tree, recipe))
+}
+
+/// Where record `n`'s run with `key` is kept.
+pub fn run_dir(results: &Path, n: u32, key: &str) -> PathBuf {
+    results.join("walk").join(format!("{n:02}")).join(key)
+}
+
+/// The kept run at `dir`, if one was finished there.
+pub fn kept_run(dir: &Path) -> Result<Option<Run>> {
+    match std::fs::read_to_string(dir.join("run.json")) {
+        Ok(text) => {
+            Ok(Some(serde_json::from_str(&text).with_context(|| dir.display().to_string())?))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("reading {}", dir.join("run.json").display())),
+    }
+}
+
+/// Reads the trainer's log in `tmp` (a finished run with `seed`), writes `run.json` beside it
+/// and moves the folder to `dir`, so that a kept run is always whole.
+pub fn keep_run(tmp: &Path, dir: &Path, seed: u64) -> Result<Run> {
+    let log = runlog::parse_file(&tmp.join("train.log"))?;
+    let last = log.final_val().with_context(|| {
+        format!("{}: the run logged no final val loss", tmp.join("train.log").display())
+    })?;
+    if !last.val_loss.is_finite() {
+        bail!("{}: the final val loss is {}", tmp.join("train.log").display(), last.val_loss);
+    }
+    let run = Run {
+        seed,
+        val_loss: last.val_loss,
+        train_time_ms: last.train_time_ms.unwrap_or(f64::NAN),
+        val: log.val.iter().map(|v| (v.step, v.val_loss)).collect(),
+    };
+    corpus::fs::write_atomic(
+        &tmp.join("run.json"),
+        serde_json::to_string_pretty(&run)?.as_bytes(),
+    )?;
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("replacing {}", dir.display()))?;
+    }
+    std::fs::rename(tmp, dir)
+        .with_context(|| format!("moving {} to {}", tmp.display(), dir.display()))?;
+    Ok(run)
+}
+
+/// Writes the walk's `walk.json` (and any `files`, e.g. its charts) into its folder, atomically.
+pub fn write(results: &Path, walk: &Walk, files: &[(&str, String)]) -> Result<PathBuf> {
+    let dir = Walk::dir(results, walk.from, walk.to, walk.steps);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    for (name, text) in files {
+        corpus::fs::write_atomic(&dir.join(name), text.as_bytes())?;
+    }
+    corpus::fs::write_atomic(
+        &dir.join("walk.json"),
+        serde_json::to_string_pretty(walk)?.as_bytes(),
+    )?;
+    Ok(dir)
+}

@@ -1,0 +1,146 @@
+//! Every upstream record as a step: `records replay K`'s manifest and tree for an upstream
+//! record inside a step, and `records walk A B` over kept runs (the table, the paired deltas,
+//! the charts and walk.json), on the real manifests and patches.
+use records::catalog::upstream_recipe::recipe_at;
+use records::catalog::{lab_steps_rule, Catalog};
+use records::run::walk::{self, Run, Walk};
+use records::series::{apply, Series};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
+}
+
+fn records(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_records"))
+        .args(args)
+        .env("RECORDS_ROOT", repo())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn an_upstream_record_replays_with_its_own_recipe_budget_and_parent() {
+    let catalog = Catalog::load(repo()).unwrap();
+    let m = catalog.replayable(repo(), 58).unwrap();
+    let (holder, parent) = (catalog.get(62).unwrap(), catalog.get(54).unwrap());
+    assert_eq!(m.recipe, recipe_at(&parent.recipe, &holder.upstream, 58));
+    assert_ne!(m.recipe, recipe_at(&parent.recipe, &holder.upstream, 57), "#58 set keys");
+    assert_eq!((m.record.number, m.record.parent, m.record.steps), (58, Some(57), 1775));
+    assert_eq!(m.lab_steps(), lab_steps_rule(58, 1775).unwrap());
+    assert_eq!(m.lab_steps(), 266); // 250 x 1775 / 1670, rounded
+    assert!((m.record.official_time_s - 109.2).abs() < 1e-9); // "1.820 minutes"
+                                                              // The first row's parent is the holder's parent; the trainer reads the written manifest.
+    let first = catalog.replayable(repo(), 55).unwrap();
+    assert_eq!(first.record.parent, Some(54));
+    let written = std::fs::read_to_string(&m.path).unwrap();
+    let r = records::trainer::recipe::Recipe::from_manifest_str(
+        &written,
+        records::trainer::recipe::Scale::Lab,
+        None,
+    )
+    .unwrap();
+    assert_eq!(r.steps, 266);
+    // One of the nine is its own manifest; a number in no row is the usual error.
+    assert_eq!(catalog.replayable(repo(), 62).unwrap().path, holder.path);
+    let e = catalog.replayable(repo(), 82).unwrap_err().to_string();
+    assert!(e.contains("unknown record 82") && e.contains("list --all"), "{e}");
+}
+
+#[test]
+fn an_upstream_records_tree_is_its_commit_of_the_holding_patch() {
+    let series = Series::load(repo()).unwrap();
+    let repo_git = apply::scratch_repo().unwrap();
+    let base = series.tree(&repo_git, 54).unwrap();
+    let states = series.forward(&repo_git, 62, base).unwrap();
+    assert_eq!(series.tree_any(&repo_git, 58).unwrap(), states[3]); // #55 #56 #57 #58
+    assert_eq!(series.tree_any(&repo_git, 55).unwrap(), states[0]);
+    assert_eq!(series.tree_any(&repo_git, 62).unwrap(), series.tree(&repo_git, 62).unwrap());
+    assert_ne!(states[2], states[3]);
+}
+
+#[test]
+fn walk_refuses_what_it_cannot_walk() {
+    for (args, want) in [
+        (["walk", "38", "29"], "must be older"),
+        (["walk", "1", "29"], "starts at #29"),
+        (["walk", "29", "82"], "82 is neither a record"),
+    ] {
+        let out = records(&args);
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+/// A kept run of record `n` with `seed` and a final val loss, where walk looks for it.
+fn keep(results: &Path, catalog: &Catalog, n: u32, steps: u64, seed: u64, loss: f64) {
+    let m = catalog.replayable(repo(), n).unwrap();
+    let tree_dir = records::series::materialize(repo(), n).unwrap();
+    let tree = std::fs::read_to_string(tree_dir.join(records::series::tree::MARKER)).unwrap();
+    let key = walk::run_key(&m, tree.trim(), steps, seed).unwrap();
+    let dir = walk::run_dir(results, n, &key);
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = Run { seed, val_loss: loss, train_time_ms: 1000.0, val: vec![(steps, loss)] };
+    std::fs::write(dir.join("run.json"), serde_json::to_string(&run).unwrap()).unwrap();
+}
+
+#[test]
+fn a_walk_over_kept_runs_reuses_them_and_pairs_the_deltas_by_seed() {
+    let catalog = Catalog::load(repo()).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path();
+    // #62 -> #63: #63 is both a record and its patch's one row.
+    for (n, losses) in [(62, [1.90, 1.86]), (63, [1.87, 1.85])] {
+        for (seed, loss) in [(5, losses[0]), (6, losses[1])] {
+            keep(results, &catalog, n, 7, seed, loss);
+        }
+    }
+    let r = results.to_str().unwrap();
+    let args = ["walk", "62", "63", "--steps", "7", "--runs", "2", "--seed", "5"];
+    let out = records(&[&args[..], &["--results", r, "--format", "md", "--no-plot"]].concat());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}\n{text}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("0 run(s) to do, 4 kept"), "{text}");
+    // Paired: -0.03 and -0.01, mean -0.02, sd 0.0141.
+    assert!(text.contains("−0.0200 ± 0.0141"), "{text}");
+    assert!(text.contains("| #63 "), "{text}");
+    let w = Walk::load(results, 62, 63, 7).unwrap().expect("walk.json written");
+    assert_eq!(w.seeds, [5, 6]);
+    assert_eq!(w.stops.iter().map(|s| s.number).collect::<Vec<_>>(), [62, 63]);
+    let dir = Walk::dir(results, 62, 63, 7);
+    for svg in ["loss.svg", "time.svg"] {
+        let text = std::fs::read_to_string(dir.join(svg)).unwrap();
+        assert!(text.starts_with("<svg"), "{svg}");
+    }
+    // The site shows the walk on #63's page, each row linked to its record's page.
+    let site = tmp.path().join("site");
+    let out = records(&["site", site.to_str().unwrap(), "--results", r]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = std::fs::read_to_string(site.join("63.html")).unwrap();
+    assert!(page.contains("Walk from #62 (ours, lab scale)"), "{page}");
+    assert!(page.contains("<code>records walk 62 63 --runs 2</code>"), "{page}");
+    assert!(page.contains("<a href=\"62.html\">#62 ") && page.contains("−0.0200 ± 0.0141"));
+    let walk_section = &page[page.find("id=\"walk\"").unwrap()..page.find("<h2>Changes").unwrap()];
+    assert_eq!(walk_section.matches("<figure class=\"curve\"").count(), 2);
+    // A page per upstream record inside a step: the keys it set, its commit, its logs.
+    let u58 = std::fs::read_to_string(site.join("u58.html")).unwrap();
+    assert!(u58.contains("<code>attn_layers</code>"), "{u58}");
+    assert!(u58.contains("href=\"62.html#commit-4\""), "{u58}");
+    assert!(u58.contains("mean 3.2788"), "{u58}");
+    let u59 = std::fs::read_to_string(site.join("u59.html")).unwrap();
+    assert!(u59.contains("No recipe key: the same math as #58"), "{u59}");
+    let index = std::fs::read_to_string(site.join("index.html")).unwrap();
+    let inside = catalog.records().iter().flat_map(|m| &m.upstream);
+    let inside: Vec<u32> = inside.map(|u| u.number).filter(|n| catalog.get(*n).is_err()).collect();
+    assert_eq!(inside.len(), 45);
+    for n in inside {
+        assert!(index.contains(&format!("<a href=\"u{n:02}.html\">")), "#{n}");
+        assert!(site.join(format!("u{n:02}.html")).is_file(), "#{n}");
+    }
+    // A walk visits the upstream records inside the steps, in order.
+    let stops = walk::stops(&catalog, 54, 62).unwrap();
+    assert_eq!(stops, [54, 55, 56, 57, 58, 59, 60, 61, 62]);
+    assert_eq!(walk::stops(&catalog, 63, 84).unwrap().len(), 19); // #81-#83 are absent
+}
