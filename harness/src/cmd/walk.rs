@@ -8,6 +8,7 @@ use records::present::plot::{self, svg};
 use records::present::walk as show;
 use records::run::lab_target::{self, Target};
 use records::run::launch::LaunchOpts;
+use records::run::timing_lock::TimingLock;
 use records::run::trainer_cmd::Trainer;
 use records::run::walk::{self, Stop, Walk};
 use records::{paths, series};
@@ -96,6 +97,11 @@ pub fn run(args: Args) -> Result<()> {
     if missing > 0 {
         corpora::check_shards_for(last, true, &data)?;
     }
+    // Its runs would slow a timed replay beside them: one timed thing at a time (`--no-lock`).
+    let _timing = match missing {
+        0 => None,
+        _ => Some(TimingLock::acquire(args.places.no_lock)?),
+    };
 
     // Interleaved: every record's run with one seed, then the next seed.
     let mut trainers: BTreeMap<u32, Trainer> = BTreeMap::new();
