@@ -144,7 +144,8 @@ fn review_of_an_upstream_record_is_its_one_commit() {
 }
 
 /// `records diff A B` with an upstream record: the upstream records between with the keys each
-/// set, the recipe diff of the two recipes, and each one's commit; a number in no row is named.
+/// set, the recipe diff of the two recipes, and the code diff of their trees; a number in no
+/// row is named.
 #[test]
 fn diff_with_an_upstream_record_lists_the_steps_between() {
     let text = stdout_of(&["diff", "58", "54"]);
@@ -155,8 +156,12 @@ fn diff_with_an_upstream_record_lists_the_steps_between() {
     assert!(steps[0].starts_with("  #55 ") && steps[3].starts_with("  #58 "), "{steps:?}");
     assert!(text.contains("  ~ attn_layers: \"SSSLSS-SSSL\" → \"PSPLSP-SSPL\"\n"), "{text}");
     assert!(text.contains("  + ve_gate = 12\n"), "{text}");
-    let commits = text.lines().filter(|l| l.starts_with("#5") && l.contains(": ")).count();
-    assert_eq!(commits, 4, "one commit per upstream record");
+    // One code diff of #54's tree and #58's (its commit of #62's patch): #58's interleaved
+    // rotary is in it, #62's bigram hash (a later commit) is not.
+    let code = &text[text.find("Code #54 → #58 (the two trees").expect("a code diff")..];
+    assert!(code.contains("diff --git"), "{code}");
+    assert!(code.contains("interleaved"), "{code}");
+    assert!(!code.contains("src/model/bigram_hash.rs"), "{code}");
     let out = records(&["diff", "81", "84"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("unknown record 81"), "{err}");

@@ -1,10 +1,10 @@
 //! `records diff A B` when A or B is an upstream record inside a step (`records list --all`):
 //! the upstream records after A up to B with the keys each set, the recipe diff (each side's
-//! recipe is its parent record's with the rows applied), and each one's commit of the series.
+//! recipe is its parent record's with the rows applied), and the code diff of their two trees.
 use super::Paint;
 use crate::catalog::upstream_recipe::{changes, step};
 use crate::catalog::{Catalog, Upstream, SERIES};
-use crate::series::Series;
+use crate::series::{apply, tree, Series};
 use anyhow::{Context, Result};
 use std::path::Path;
 
@@ -53,14 +53,15 @@ pub fn render(root: &Path, a: u32, b: u32, paint: Paint) -> Result<Option<String
             (None, None) => {}
         }
     }
-    out.push_str(&format!("\n{}\n", paint.bold(&format!("Code #{lo} → #{hi}, commit by commit"))));
-    for u in &rows {
-        let Some(c) = commit(u.number) else { continue };
-        out.push_str(&format!("\n{}\n", paint.bold(&c.subject)));
-        for line in c.diff.lines() {
-            out.push_str(&paint.diff_line(line));
-            out.push('\n');
-        }
+    // One diff of the two trees, each an upstream record's commit of the series (or a record's).
+    let repo = apply::scratch_repo()?;
+    let (old_tree, new_tree) = (series.tree_any(&repo, lo)?, series.tree_any(&repo, hi)?);
+    let code = tree::diff_text(&repo, Some(old_tree), new_tree)?;
+    let header = format!("Code #{lo} → #{hi} (the two trees; `records review K` for one commit)");
+    out.push_str(&format!("\n{}\n", paint.bold(&header)));
+    for line in code.lines() {
+        out.push_str(&paint.diff_line(line));
+        out.push('\n');
     }
     Ok(Some(out))
 }
