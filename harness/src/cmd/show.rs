@@ -16,7 +16,7 @@ pub struct Args {
     /// Record number (see `records list`), or an upstream record inside one's step (`list --all`).
     pub record: u32,
     /// Show the recipe that actually runs at lab scale, as the record's own trainer resolves it
-    /// (builds that trainer first, like `replay`).
+    /// (builds that trainer first, like `replay`; an upstream record's, its commit's tree).
     #[arg(long)]
     pub lab: bool,
     /// Show each parameter at full scale as its optimizer treats it (shape, storage dtype,
@@ -34,13 +34,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let catalog = super::load_catalog(&root, Some(args.record))?;
     if !SERIES.contains(&args.record) {
         if let Some(step) = upstream_recipe::step(&catalog, args.record) {
-            anyhow::ensure!(
-                !(args.lab || args.params),
-                "--lab and --params are for the nine records (records list); #{} is an upstream record inside #{}'s step",
-                args.record,
-                step.holder.record.number
-            );
+            // Its own tree (its commit of the step) and recipe, as `replay K` runs them.
+            let m = catalog.replayable(&root, args.record)?;
+            let params = args.params.then(|| lab_recipe::params(&root, &m)).transpose()?;
+            let lab = args.lab.then(|| lab_recipe::resolved(&root, &m, "lab")).transpose()?;
             show_upstream(&step);
+            if let Some(text) = params {
+                println!(
+                    "\n# Each parameter of #{} at full scale, as a GPU run holds it",
+                    args.record
+                );
+                print_params(&text);
+            }
+            if let Some(recipe) = lab {
+                println!(
+                    "\n# The recipe #{} runs at lab scale, as its tree resolves it",
+                    args.record
+                );
+                println!("{}", recipe.trim_end());
+            }
             return Ok(());
         }
     }
