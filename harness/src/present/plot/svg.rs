@@ -42,7 +42,10 @@ pub fn figure(chart: &Chart, size: (u32, u32)) -> Result<Figure> {
             .y_label_area_size(60)
             .build_cartesian_2d(xr.clone(), yr.clone())
             .map_err(err)?;
-        let x_dec = decimals(xr.end - xr.start);
+        let x_dec = match chart.x {
+            XAxis::Record => 0, // record numbers
+            _ => decimals(xr.end - xr.start),
+        };
         let y_dec = decimals(yr.end - yr.start);
         c.configure_mesh()
             .light_line_style(WHITE.mix(0.0))
