@@ -65,14 +65,12 @@ impl Walk {
     /// Stop `i`'s val loss minus stop `i - 1`'s, seed by seed (paired: the same seed on both
     /// sides, so the seeds' own noise cancels as far as it can).
     pub fn deltas(&self, i: usize) -> Vec<f64> {
-        let (a, b) = (&self.stops[i - 1], &self.stops[i]);
-        (a.runs.iter().zip(&b.runs)).map(|(x, y)| y.val_loss - x.val_loss).collect()
+        paired(&self.stops[i - 1], &self.stops[i])
     }
 
     /// The last stop's val loss minus the first's, seed by seed.
     pub fn total(&self) -> Vec<f64> {
-        let (a, b) = (&self.stops[0], &self.stops[self.stops.len() - 1]);
-        (a.runs.iter().zip(&b.runs)).map(|(x, y)| y.val_loss - x.val_loss).collect()
+        paired(&self.stops[0], &self.stops[self.stops.len() - 1])
     }
 
     /// Where it is written: `<results>/walk/A-B-<steps>/`.
@@ -114,6 +112,11 @@ impl Walk {
         found.sort_by_key(|f| std::cmp::Reverse(f.0));
         Ok(found.into_iter().map(|(_, w)| w).collect())
     }
+}
+
+/// `b`'s val loss minus `a`'s, seed by seed.
+fn paired(a: &Stop, b: &Stop) -> Vec<f64> {
+    (a.runs.iter().zip(&b.runs)).map(|(x, y)| y.val_loss - x.val_loss).collect()
 }
 
 /// The records a walk from `from` to `to` visits, oldest first: `from`, then every record of
