@@ -1,6 +1,7 @@
 //! The real series (records/ and patches/ of this repository, committed state): `series check`
-//! passes; a review note whose line moved away from its anchor, and one corrupted hunk of
-//! patches/29.patch, are each reported precisely.
+//! passes; a review note whose line moved away from its anchor, a commit that ports another
+//! upstream record than its row, and one corrupted hunk of patches/29.patch, are each reported
+//! precisely.
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -37,6 +38,22 @@ fn the_real_series_checks_and_a_corrupted_hunk_of_29_is_named() {
         "{err}"
     );
     std::fs::write(&manifest, notes).unwrap();
+
+    // A commit whose subject names another upstream record than its row: `replay 31` would
+    // build the wrong state.
+    let patch = dir.path().join("patches/38.patch");
+    let good = std::fs::read_to_string(&patch).unwrap();
+    let subject = "Subject: [PATCH 2/9] #31: ";
+    assert_eq!(good.matches(subject).count(), 1);
+    std::fs::write(&patch, good.replace(subject, "Subject: [PATCH 2/9] #13: ")).unwrap();
+    let err = String::from_utf8_lossy(&check(dir.path()).stderr).to_string();
+    assert!(
+        err.contains("record #38: ")
+            && err.contains("commits port #30 #13 #32")
+            && err.contains("rows are #30 #31 #32"),
+        "{err}"
+    );
+    std::fs::write(&patch, good).unwrap();
 
     let patch = dir.path().join("patches/29.patch");
     let good = std::fs::read_to_string(&patch).unwrap();

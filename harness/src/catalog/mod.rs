@@ -329,6 +329,18 @@ impl Catalog {
         chain
     }
 
+    /// Every upstream record inside a step (#30-#84 but the series' own records), oldest first,
+    /// with the record whose patch holds it.
+    pub fn inside_steps(&self) -> Vec<(u32, &Upstream)> {
+        let chain = self.chain();
+        let mut rows: Vec<(u32, &Upstream)> = (self.records.iter())
+            .flat_map(|m| m.upstream.iter().map(move |u| (m.record.number, u)))
+            .filter(|(_, u)| !chain.contains(&u.number))
+            .collect();
+        rows.sort_by_key(|(_, u)| u.number);
+        rows
+    }
+
     /// The record numbered `n`, its manifest's error, or an error that lists the known ones.
     pub fn get(&self, n: u32) -> Result<&Manifest> {
         if let Some(b) = self.broken.iter().find(|b| b.number == Some(n)) {

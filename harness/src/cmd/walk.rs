@@ -73,14 +73,19 @@ pub fn run(args: Args) -> Result<()> {
             runs: Vec::new(),
         });
     }
-    let missing: usize = (stops.iter().zip(&manifests))
-        .map(|(s, m)| {
-            seeds
-                .iter()
-                .filter(|&&seed| !kept(&results, m, s, steps, seed).unwrap_or(false))
-                .count()
+    // Each run's folder, seed by seed (its key is what decides its losses).
+    let dirs: Vec<Vec<PathBuf>> = (seeds.iter())
+        .map(|&seed| {
+            (stops.iter().zip(&manifests))
+                .map(|(s, m)| {
+                    let key = walk::run_key(m, &s.tree, steps, seed)?;
+                    Ok(walk::run_dir(&results, s.number, &key))
+                })
+                .collect::<Result<_>>()
         })
-        .sum();
+        .collect::<Result<_>>()?;
+    let missing =
+        dirs.iter().flatten().filter(|d| !matches!(walk::kept_run(d), Ok(Some(_)))).count();
     println!(
         "walk #{} -> #{}: {} records x {} seed(s) at {steps} lab steps; {missing} run(s) to do, {} kept",
         args.from,
@@ -105,11 +110,9 @@ pub fn run(args: Args) -> Result<()> {
 
     // Interleaved: every record's run with one seed, then the next seed.
     let mut trainers: BTreeMap<u32, Trainer> = BTreeMap::new();
-    for &seed in &seeds {
-        for (s, m) in stops.iter_mut().zip(&manifests) {
-            let key = walk::run_key(m, &s.tree, steps, seed)?;
-            let dir = walk::run_dir(&results, s.number, &key);
-            let run = match walk::kept_run(&dir)? {
+    for (&seed, dirs) in seeds.iter().zip(&dirs) {
+        for ((s, m), dir) in stops.iter_mut().zip(&manifests).zip(dirs) {
+            let run = match walk::kept_run(dir)? {
                 Some(run) => run,
                 None => {
                     let t = match trainers.entry(s.number) {
@@ -118,7 +121,7 @@ pub fn run(args: Args) -> Result<()> {
                             e.insert(Trainer::build(&root, s.number, false, false)?)
                         }
                     };
-                    one_run(t, m, &data, &dir, steps, seed)?
+                    one_run(t, m, &data, dir, steps, seed)?
                 }
             };
             println!(
@@ -142,12 +145,6 @@ pub fn run(args: Args) -> Result<()> {
     let dir = walk::write(&results, &walk, &svgs)?;
     println!("results: {} (walk.json, loss.svg, time.svg)", dir.display());
     Ok(())
-}
-
-/// Whether record `m`'s run with `seed` is kept already.
-fn kept(results: &Path, m: &Manifest, s: &Stop, steps: u64, seed: u64) -> Result<bool> {
-    let key = walk::run_key(m, &s.tree, steps, seed)?;
-    Ok(walk::kept_run(&walk::run_dir(results, s.number, &key))?.is_some())
 }
 
 /// One lab run of `m` on its trainer `t`, kept at `dir`.

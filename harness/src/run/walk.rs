@@ -122,11 +122,10 @@ fn paired(a: &Stop, b: &Stop) -> Vec<f64> {
 /// The records a walk from `from` to `to` visits, oldest first: `from`, then every record of
 /// the series and every upstream record inside a step after it, up to `to`.
 pub fn stops(catalog: &Catalog, from: u32, to: u32) -> Result<Vec<u32>> {
-    let series: Vec<u32> = catalog.records().iter().map(|m| m.record.number).collect();
-    let upstream = catalog.records().iter().flat_map(|m| m.upstream.iter().map(|u| u.number));
-    let mut all: Vec<u32> = series.iter().copied().chain(upstream).collect();
+    let series = catalog.records().iter().map(|m| m.record.number);
+    let inside = catalog.inside_steps().into_iter().map(|(_, u)| u.number);
+    let mut all: Vec<u32> = series.chain(inside).collect();
     all.sort_unstable();
-    all.dedup();
     for n in [from, to] {
         if !all.contains(&n) {
             bail!(

@@ -77,6 +77,7 @@ pub fn check(
             }
         }
         check_notes(&repo, tree, manifest)?;
+        check_rows_are_commits(root, r, manifest)?;
         let rows = match parent {
             Some(p) => upstream_recipe::check(catalog.get(p)?, manifest).map_err(Error::msg)?,
             None => Rows::NotYet,
@@ -114,7 +115,7 @@ pub fn check(
                 || format!("record #{r}: its tree does not build; fix the record's patch"),
             )?;
         }
-        let all = upstream_steps(&series);
+        let all: Vec<u32> = catalog.inside_steps().iter().map(|(_, u)| u.number).collect();
         for k in chosen(&all, intermediate, days_since_epoch()) {
             run_own_recipe(root, &catalog, &series, k, log)?;
         }
@@ -122,16 +123,37 @@ pub fn check(
     Ok(out)
 }
 
-/// The upstream records whose trees are states inside a patch (not one of the series' records),
-/// oldest first.
-pub fn upstream_steps(series: &Series) -> Vec<u32> {
-    let chain = series.numbers();
-    let mut ks: Vec<u32> = (series.records().iter().flat_map(|r| &r.commits))
-        .filter_map(|c| c.subject.strip_prefix('#')?.split(':').next()?.parse().ok())
-        .filter(|k| !chain.contains(k))
+/// A patch after #29 has one commit per upstream record of its span ("#k: ..."), in the order of
+/// the manifest's `[[upstream]]` rows: the rows name the commits `replay k` and `walk` build.
+fn check_rows_are_commits(
+    root: &Path,
+    r: &super::Record,
+    m: &crate::catalog::Manifest,
+) -> Result<()> {
+    let numbered: Vec<Option<u32>> = (r.commits.iter())
+        .map(|c| c.subject.strip_prefix('#')?.split(':').next()?.parse().ok())
         .collect();
-    ks.sort_unstable();
-    ks
+    if numbered.iter().all(Option::is_none) {
+        return Ok(()); // #29's patch: commits by technique, spanning #2-#29
+    }
+    let rows: Vec<Option<u32>> = m.upstream.iter().map(|u| Some(u.number)).collect();
+    if numbered != rows {
+        let show = |v: &[Option<u32>]| -> String {
+            let s: Vec<String> =
+                v.iter().map(|n| n.map_or("?".to_string(), |n| format!("#{n}"))).collect();
+            s.join(" ")
+        };
+        bail!(
+            "record #{}: {}'s commits port {} but {}'s [[upstream]] rows are {}; one commit per \
+             row, in order, each subject starting \"#k:\"",
+            r.number,
+            patch_path(root, r.number).display(),
+            show(&numbered),
+            m.path.display(),
+            show(&rows)
+        );
+    }
+    Ok(())
 }
 
 /// The trees `which` picks among `all` on day `day`.

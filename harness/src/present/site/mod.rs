@@ -71,10 +71,8 @@ pub fn build(root: &Path, results: &Path, out: &Path) -> Result<Built> {
             write(&diff_page(p, n), &page)?;
         }
     }
-    let chain = catalog.chain();
-    let upstream = catalog.records().iter().flat_map(|m| m.upstream.iter().map(|u| u.number));
-    for k in upstream.filter(|k| !chain.contains(k)).collect::<Vec<_>>() {
-        write(&upstream_page(k), &pages::upstream(&env, &catalog, &replays, k)?)?;
+    for (_, u) in catalog.inside_steps() {
+        write(&upstream_page(u.number), &pages::upstream(&env, &catalog, &replays, u.number)?)?;
     }
     Ok(Built { files })
 }

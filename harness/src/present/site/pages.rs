@@ -94,10 +94,7 @@ struct UpstreamRow {
 
 /// Every upstream record inside a step (not one of the series' records), oldest first.
 fn upstream_rows(catalog: &Catalog) -> Vec<UpstreamRow> {
-    let chain = catalog.chain();
-    let mut rows: Vec<UpstreamRow> = (catalog.records().iter())
-        .flat_map(|m| m.upstream.iter().map(move |u| (m.record.number, u)))
-        .filter(|(_, u)| !chain.contains(&u.number))
+    (catalog.inside_steps().into_iter())
         .map(|(holder, u)| UpstreamRow {
             number: u.number,
             title: u.title.clone(),
@@ -109,9 +106,7 @@ fn upstream_rows(catalog: &Catalog) -> Vec<UpstreamRow> {
             changed: upstream_recipe::step(catalog, u.number)
                 .map_or(String::new(), |s| s.summary()),
         })
-        .collect();
-    rows.sort_by_key(|r| r.number);
-    rows
+        .collect()
 }
 
 /// A walk as a page shows it: its table and its two charts.
