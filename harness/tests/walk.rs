@@ -144,3 +144,28 @@ fn a_walk_over_kept_runs_reuses_them_and_pairs_the_deltas_by_seed() {
     assert_eq!(stops, [54, 55, 56, 57, 58, 59, 60, 61, 62]);
     assert_eq!(walk::stops(&catalog, 63, 84).unwrap().len(), 19); // #81-#83 are absent
 }
+
+/// A stop whose keys the lab cannot see runs its parent's recipe: #36's value embedding on layer
+/// 0 falls outside the lab's 4 layers, #37 sets only a bf16 choice; #32 changes Adam's eps and
+/// adds the skip gate, which the lab runs.
+#[test]
+fn a_step_the_lab_cannot_see_is_marked_same_at_lab_scale() {
+    let catalog = Catalog::load(repo()).unwrap();
+    let m = |n| catalog.replayable(repo(), n).unwrap().into_owned();
+    for (a, b, same) in [(35, 36, true), (36, 37, true), (31, 32, false), (58, 59, true)] {
+        assert_eq!(walk::same_at_lab(&m(a), &m(b), 250).unwrap(), same, "#{a} -> #{b}");
+    }
+    assert_ne!(m(36).recipe, m(37).recipe, "#37 did set a key");
+
+    let tmp = tempfile::tempdir().unwrap();
+    for (n, loss) in [(35, 1.8464), (36, 1.8464), (37, 1.8464)] {
+        keep(tmp.path(), &catalog, n, 7, 5, loss);
+    }
+    let r = tmp.path().to_str().unwrap();
+    let args = ["walk", "35", "37", "--steps", "7", "--seed", "5", "--results", r, "--no-plot"];
+    let out = records(&args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}\n{text}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(text.matches("= at lab scale: ").count(), 3, "two rows and the legend: {text}");
+    assert!(text.contains("bf16 choices the fp32 lab does not make"), "{text}");
+}

@@ -63,11 +63,16 @@ pub fn run(args: Args) -> Result<()> {
         let dir = series::materialize(&root, n)?;
         let tree = std::fs::read_to_string(dir.join(series::tree::MARKER))?.trim().to_string();
         let (changed, same_math) = walk::changed(&catalog, n, i == 0);
+        let same_at_lab = match i {
+            0 => false,
+            _ => walk::same_at_lab(&manifests[i - 1], m, steps)?,
+        };
         stops.push(Stop {
             number: n,
             title: m.record.title.clone(),
             changed,
             same_math,
+            same_at_lab,
             official_s: m.record.official_time_s,
             tree,
             runs: Vec::new(),

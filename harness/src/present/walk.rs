@@ -26,9 +26,10 @@ pub fn header(walk: &Walk) -> [String; 6] {
 pub fn rows(walk: &Walk) -> Vec<[String; 6]> {
     (walk.stops.iter().enumerate())
         .map(|(i, s)| {
-            let changed = match (i, s.same_math) {
-                (0, _) => "(start)".to_string(),
-                (_, true) => "= same math".to_string(),
+            let changed = match (i, s.same_math, s.same_at_lab) {
+                (0, _, _) => "(start)".to_string(),
+                (_, true, _) => "= same math".to_string(),
+                (_, _, true) => format!("= at lab scale: {}", s.changed),
                 _ => s.changed.clone(),
             };
             let (d_official, d_lab) = match i {
@@ -74,7 +75,18 @@ pub fn render(walk: &Walk, format: Format) -> String {
         row[1] = clip(&row[1], 48);
         t.row(row);
     }
-    format!("{}\n{}\n{}", t.render(format), total(walk), moves(walk))
+    let legend = legend(walk).map_or(String::new(), |l| format!("{l}\n"));
+    format!("{}\n{legend}{}\n{}", t.render(format), total(walk), moves(walk))
+}
+
+/// What "= at lab scale" means, for a table that has such a row.
+pub fn legend(walk: &Walk) -> Option<&'static str> {
+    let any = walk.stops.iter().skip(1).any(|s| s.same_at_lab && !s.same_math);
+    any.then_some(
+        "= at lab scale: the lab runs the stop before's recipe at this budget (the keys it set \
+         differ at full scale only, or are bf16 choices the fp32 lab does not make), so its \
+         curve is the same.",
+    )
 }
 
 /// "mean" for one run, "mean ± sd" for several.
@@ -174,6 +186,7 @@ mod tests {
             title: format!("record {n}"),
             changed: if same { "same math".into() } else { format!("key{n}") },
             same_math: same,
+            same_at_lab: same,
             official_s: official,
             tree: "t".into(),
             runs: (losses.iter().enumerate())

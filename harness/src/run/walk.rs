@@ -22,6 +22,10 @@ pub struct Stop {
     /// What it changed: the recipe keys its row set, "same math", or "" for the walk's start.
     pub changed: String,
     pub same_math: bool,
+    /// Its recipe at lab scale at the walk's budget is the stop before's (its keys differ only
+    /// at full scale, or in bf16 choices the fp32 lab does not compute in), so its curve is too.
+    #[serde(default)]
+    pub same_at_lab: bool,
     /// Upstream's record time (official, 8×H100), seconds.
     pub official_s: f64,
     pub tree: String,
@@ -153,6 +157,27 @@ pub fn changed(catalog: &Catalog, n: u32, first: bool) -> (String, bool) {
         Some(s) => (s.summary(), s.row.same_math.is_some()),
         None => (String::new(), false),
     }
+}
+
+/// Whether `m` runs what `prev` runs at lab scale at `steps`: the trainer's own reading of both
+/// recipes (the lab rule, schedules on the budget, patterns resampled to the lab's layers) is
+/// equal but for the seed (the walk sets it) and the `bf16_*` choices (the CPU lab is fp32).
+pub fn same_at_lab(prev: &Manifest, m: &Manifest, steps: u64) -> Result<bool> {
+    Ok(lab_reading(prev, steps)? == lab_reading(m, steps)?)
+}
+
+/// `m`'s recipe as its trainer reads it at lab scale at `steps`, without the seed and the bf16
+/// choices.
+fn lab_reading(m: &Manifest, steps: u64) -> Result<toml::Table> {
+    use crate::trainer::recipe::{Recipe, Scale};
+    let mut both = toml::Table::new();
+    both.insert("recipe".into(), toml::Value::Table(m.recipe.clone()));
+    both.insert("lab".into(), toml::Value::Table(m.lab.clone()));
+    let recipe = Recipe::from_manifest_str(&toml::to_string(&both)?, Scale::Lab, Some(steps))
+        .with_context(|| format!("{}: the recipe at lab scale", m.path.display()))?;
+    let mut table = toml::Table::try_from(&recipe)?;
+    table.retain(|k, _| k != "seed" && !k.starts_with("bf16_"));
+    Ok(table)
 }
 
 /// The key of one kept run: what decides its losses.

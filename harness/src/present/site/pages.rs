@@ -117,6 +117,7 @@ struct WalkView {
     rows: Vec<([String; 6], String)>,
     total: String,
     moves: String,
+    legend: Option<&'static str>,
     command: String,
     figures: Vec<svg::Figure>,
 }
@@ -140,6 +141,7 @@ fn walk_view(replays: &Replays, catalog: &Catalog, from: u32, to: u32) -> Result
         rows: walk::rows(&w).into_iter().zip(&w.stops).map(|(r, s)| (r, page(s.number))).collect(),
         total: walk::total(&w),
         moves: walk::moves(&w),
+        legend: walk::legend(&w),
         command: format!("records walk {from} {to}{runs}"),
         figures,
     }))
