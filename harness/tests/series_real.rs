@@ -17,6 +17,14 @@ fn check(root: &Path) -> Output {
         .unwrap()
 }
 
+/// Replaces the one occurrence of `old` in `path` with `new`; returns the file as it was.
+fn edit_once(path: &Path, old: &str, new: &str) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert_eq!(text.matches(old).count(), 1, "{old:?} must occur once in {}", path.display());
+    std::fs::write(path, text.replace(old, new)).unwrap();
+    text
+}
+
 #[test]
 fn the_real_series_checks_and_a_corrupted_hunk_of_29_is_named() {
     let dir = tempfile::tempdir().unwrap();
@@ -27,10 +35,8 @@ fn the_real_series_checks_and_a_corrupted_hunk_of_29_is_named() {
     assert!(text.contains("ok   #1 ") && text.contains("ok   #29 "), "{text}");
 
     let manifest = dir.path().join("records/29.toml");
-    let notes = std::fs::read_to_string(&manifest).unwrap();
-    let anchor = "anchor = \"let grad_mult =\"";
-    assert_eq!(notes.matches(anchor).count(), 1);
-    std::fs::write(&manifest, notes.replace(anchor, "anchor = \"let grad_mult = 2\"")).unwrap();
+    let notes =
+        edit_once(&manifest, "anchor = \"let grad_mult =\"", "anchor = \"let grad_mult = 2\"");
     let err = String::from_utf8_lossy(&check(dir.path()).stderr).to_string();
     assert!(
         err.contains("records/29.toml: note at src/train.rs:")
@@ -42,10 +48,7 @@ fn the_real_series_checks_and_a_corrupted_hunk_of_29_is_named() {
     // A commit whose subject names another upstream record than its row: `replay 31` would
     // build the wrong state.
     let patch = dir.path().join("patches/38.patch");
-    let good = std::fs::read_to_string(&patch).unwrap();
-    let subject = "Subject: [PATCH 2/9] #31: ";
-    assert_eq!(good.matches(subject).count(), 1);
-    std::fs::write(&patch, good.replace(subject, "Subject: [PATCH 2/9] #13: ")).unwrap();
+    let good = edit_once(&patch, "Subject: [PATCH 2/9] #31: ", "Subject: [PATCH 2/9] #13: ");
     let err = String::from_utf8_lossy(&check(dir.path()).stderr).to_string();
     assert!(
         err.contains("record #38: ")
@@ -56,10 +59,8 @@ fn the_real_series_checks_and_a_corrupted_hunk_of_29_is_named() {
     std::fs::write(&patch, good).unwrap();
 
     let patch = dir.path().join("patches/29.patch");
-    let good = std::fs::read_to_string(&patch).unwrap();
     let line = "+            (Some(s), true) => fp8_linear(x, &self.weight, s)?,\n";
-    assert_eq!(good.matches(line).count(), 1, "the corrupted line must be unique");
-    std::fs::write(&patch, good.replace(line, &line.replace("weight, s", "weight, t"))).unwrap();
+    edit_once(&patch, line, &line.replace("weight, s", "weight, t"));
     let out = check(dir.path());
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);

@@ -78,19 +78,20 @@ pub fn run(args: Args) -> Result<()> {
             runs: Vec::new(),
         });
     }
-    // Each run's folder, seed by seed (its key is what decides its losses).
-    let dirs: Vec<Vec<PathBuf>> = (seeds.iter())
+    // Each run's folder, seed by seed (its key is what decides its losses), and its run if kept.
+    let plan: Vec<Vec<(PathBuf, Option<walk::Run>)>> = (seeds.iter())
         .map(|&seed| {
             (stops.iter().zip(&manifests))
                 .map(|(s, m)| {
                     let key = walk::run_key(m, &s.tree, steps, seed)?;
-                    Ok(walk::run_dir(&results, s.number, &key))
+                    let dir = walk::run_dir(&results, s.number, &key);
+                    let kept = walk::kept_run(&dir)?;
+                    Ok((dir, kept))
                 })
                 .collect::<Result<_>>()
         })
         .collect::<Result<_>>()?;
-    let missing =
-        dirs.iter().flatten().filter(|d| !matches!(walk::kept_run(d), Ok(Some(_)))).count();
+    let missing = plan.iter().flatten().filter(|(_, kept)| kept.is_none()).count();
     println!(
         "walk #{} -> #{}: {} records x {} seed(s) at {steps} lab steps; {missing} run(s) to do, {} kept",
         args.from,
@@ -115,9 +116,9 @@ pub fn run(args: Args) -> Result<()> {
 
     // Interleaved: every record's run with one seed, then the next seed.
     let mut trainers: BTreeMap<u32, Trainer> = BTreeMap::new();
-    for (&seed, dirs) in seeds.iter().zip(&dirs) {
-        for ((s, m), dir) in stops.iter_mut().zip(&manifests).zip(dirs) {
-            let run = match walk::kept_run(dir)? {
+    for (&seed, runs) in seeds.iter().zip(plan) {
+        for ((s, m), (dir, kept)) in stops.iter_mut().zip(&manifests).zip(runs) {
+            let run = match kept {
                 Some(run) => run,
                 None => {
                     let t = match trainers.entry(s.number) {
@@ -126,7 +127,7 @@ pub fn run(args: Args) -> Result<()> {
                             e.insert(Trainer::build(&root, s.number, false, false)?)
                         }
                     };
-                    one_run(t, m, &data, dir, steps, seed)?
+                    one_run(t, m, &data, &dir, steps, seed)?
                 }
             };
             println!(

@@ -171,8 +171,7 @@ fn header(out: &mut String, m: &Manifest, parent: Option<&Manifest>, md: bool, p
 /// manifest lists it (`upstream #31 · PR #122 by @classiclarryd, 09/10/25, 2.656 minutes`),
 /// else the record's own: `record #29 · upstream PR #118 by @varunneal, 2025-09-03`.
 pub fn upstream_credit(m: &Manifest, subject: &str) -> String {
-    let named =
-        subject.strip_prefix('#').and_then(|s| s.split_once(':')).and_then(|(n, _)| n.parse().ok());
+    let named = crate::series::mailbox::upstream_number(subject);
     if let Some(u) = m.upstream.iter().find(|u| Some(u.number) == named) {
         return format!("upstream #{} · {}, {}, {}", u.number, u.credit(), u.date, u.time_text);
     }

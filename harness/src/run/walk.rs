@@ -170,22 +170,25 @@ pub fn same_at_lab(prev: &Manifest, m: &Manifest, steps: u64) -> Result<bool> {
 /// choices.
 fn lab_reading(m: &Manifest, steps: u64) -> Result<toml::Table> {
     use crate::trainer::recipe::{Recipe, Scale};
-    let mut both = toml::Table::new();
-    both.insert("recipe".into(), toml::Value::Table(m.recipe.clone()));
-    both.insert("lab".into(), toml::Value::Table(m.lab.clone()));
-    let recipe = Recipe::from_manifest_str(&toml::to_string(&both)?, Scale::Lab, Some(steps))
+    let text = toml::to_string(&recipe_and_lab(m))?;
+    let recipe = Recipe::from_manifest_str(&text, Scale::Lab, Some(steps))
         .with_context(|| format!("{}: the recipe at lab scale", m.path.display()))?;
     let mut table = toml::Table::try_from(&recipe)?;
     table.retain(|k, _| k != "seed" && !k.starts_with("bf16_"));
     Ok(table)
 }
 
-/// The key of one kept run: what decides its losses.
-pub fn run_key(m: &Manifest, tree: &str, steps: u64, seed: u64) -> Result<String> {
+/// `m`'s `[recipe]` and `[lab]`: all a lab run reads of its manifest.
+fn recipe_and_lab(m: &Manifest) -> toml::Table {
     let mut both = toml::Table::new();
     both.insert("recipe".into(), toml::Value::Table(m.recipe.clone()));
     both.insert("lab".into(), toml::Value::Table(m.lab.clone()));
-    let recipe = hex::encode(Sha256::digest(toml::to_string(&both)?.as_bytes()));
+    both
+}
+
+/// The key of one kept run: what decides its losses.
+pub fn run_key(m: &Manifest, tree: &str, steps: u64, seed: u64) -> Result<String> {
+    let recipe = hex::encode(Sha256::digest(toml::to_string(&recipe_and_lab(m))?.as_bytes()));
     Ok(format!("{:.12}-{:.12}-{steps}-seed{seed}", tree, recipe))
 }
 

@@ -130,9 +130,7 @@ fn check_rows_are_commits(
     r: &super::Record,
     m: &crate::catalog::Manifest,
 ) -> Result<()> {
-    let numbered: Vec<Option<u32>> = (r.commits.iter())
-        .map(|c| c.subject.strip_prefix('#')?.split(':').next()?.parse().ok())
-        .collect();
+    let numbered: Vec<Option<u32>> = r.commits.iter().map(|c| c.upstream()).collect();
     if numbered.iter().all(Option::is_none) {
         return Ok(()); // #29's patch: commits by technique, spanning #2-#29
     }

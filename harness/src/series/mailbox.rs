@@ -27,7 +27,17 @@ pub struct Commit {
     pub diff: String,
 }
 
+/// The upstream record a commit subject says it ports ("#31: YaRN ..." -> 31), if it names one.
+pub fn upstream_number(subject: &str) -> Option<u32> {
+    subject.strip_prefix('#')?.split_once(':')?.0.parse().ok()
+}
+
 impl Commit {
+    /// The upstream record this commit ports, from its subject ("#k: ...").
+    pub fn upstream(&self) -> Option<u32> {
+        upstream_number(&self.subject)
+    }
+
     /// The full commit message: subject, blank line, body.
     pub fn message(&self) -> String {
         if self.body.is_empty() {

@@ -145,9 +145,8 @@ impl Series {
     /// The commit that ports upstream record `k` (its subject starts "#k:"): the record whose
     /// patch holds it, its index in that patch, and the commit.
     pub fn upstream_commit(&self, k: u32) -> Option<(u32, usize, &Commit)> {
-        let prefix = format!("#{k}:");
         self.records.iter().find_map(|r| {
-            let i = r.commits.iter().position(|c| c.subject.starts_with(&prefix))?;
+            let i = r.commits.iter().position(|c| c.upstream() == Some(k))?;
             Some((r.number, i, &r.commits[i]))
         })
     }

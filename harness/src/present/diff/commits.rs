@@ -48,8 +48,7 @@ pub(super) fn view(
         for (k, (c, &(ca, cd))) in commits {
             let (ca, cd) = if forward { (ca, cd) } else { (cd, ca) };
             // The upstream record the commit ports, when the manifest lists it: its time.
-            let named = c.subject.strip_prefix('#').and_then(|s| s.split_once(':'));
-            let named = named.and_then(|(n, _)| n.parse::<u32>().ok());
+            let named = c.upstream();
             let when = upstream
                 .iter()
                 .find(|u| Some(u.number) == named)
