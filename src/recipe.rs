@@ -228,12 +228,46 @@ pub struct Recipe {
     pub loss_over_padding: bool,
     #[serde(default)]
     pub loader: Loader,
+    /// Act 1's loader (a1): the train shards read in order as one stream, each step taking the
+    /// next batch_tokens + 1 tokens as its rows; a shard's tail too short for a step is skipped.
+    #[serde(default)]
+    pub stream_loader: bool,
+    /// The stream read one micro-batch of every reference rank at a time (batch_rows ×
+    /// reference_ranks rows), not a whole step: a shard's skipped tail is shorter (Act 1, a4).
+    #[serde(default)]
+    pub stream_micro_reads: bool,
+    /// The stream's first read handed out twice, shifting all later ones by a read (Act 1's a4:
+    /// its script fetches a batch, then resets the loader).
+    #[serde(default)]
+    pub stream_repeat_first: bool,
+    /// The dense attention stays inside documents, each opened by an EOT token (Act 1, a6;
+    /// src/model/eot_docs.rs).
+    #[serde(default)]
+    pub doc_mask: bool,
+    /// The dense attention's query sees keys at most this many tokens before it (Act 1's a6:
+    /// 1,024, so 1,025 keys with itself). At lab scale it keeps its length (see records/a6.toml).
+    #[serde(default)]
+    pub attn_window: Option<usize>,
+    /// Record #1's dense attention and MLP without biases (Act 1, a1).
+    #[serde(default)]
+    pub no_bias: bool,
+    /// The dense attention's output times 1/sqrt(2·n_layer) before it joins the stream (Act 1,
+    /// a1; the MLP's is not scaled).
+    #[serde(default)]
+    pub attn_branch_scale: bool,
+    /// The step's gradient is this many times the mean's: Act 1's a1 and a2 sum their
+    /// micro-batches' losses (4 and 8 per rank upstream) where a mean was meant, so clipping
+    /// and Adam's eps see a larger gradient. A constant of the logged run, whatever our ranks.
+    #[serde(default)]
+    pub grad_sum_factor: Option<f64>,
     /// Tokens per validation sequence per reference rank, packed with document boundaries
     /// (upstream #29: 262,144). Only with the BOS loader.
     #[serde(default)]
     pub val_seq_len: Option<usize>,
     #[serde(default)]
     pub muon: Option<Muon>,
+    #[serde(default)]
+    pub muon_classic: Option<MuonClassic>,
     #[serde(default)]
     pub lr_mul: Option<LrMul>,
     #[serde(default)]
@@ -524,6 +558,22 @@ impl Recipe {
                     && self.windows.as_ref().is_some_and(|w| w.schedule.len() == b.len()),
                 "recipe: batch_schedule = {b:?} needs one positive size per windows stage"
             );
+        }
+        // Act 1's changes to record #1's dense layers have nothing to act on in the windowed
+        // attention, which makes its own parameters and rotary.
+        ensure!(
+            !(self.init.is_torch() && self.attn_layers.is_some()),
+            "recipe: init = {:?} is for record #1's dense attention and MLP; turn attn_layers off",
+            self.init
+        );
+        ensure!(
+            self.attn_layers.is_some()
+                || self.rotary.is_none()
+                || self.yarn.is_none() && self.attn_scale.is_none(),
+            "recipe: rotary on the dense attention takes no yarn or attn_scale"
+        );
+        if let Some(f) = self.grad_sum_factor {
+            ensure!(f > 0.0 && f.is_finite(), "recipe: grad_sum_factor must be positive, got {f}");
         }
         if let LrSchedule::StagedDecay { stage_at, stage_max, .. } = &self.lr_schedule {
             ensure!(

@@ -192,6 +192,8 @@ impl StepCtx<'_> {
         let per_reference_rank = r.batch_tokens as f64 * plan.batch_share;
         let grad_mult =
             if r.loss_sum { per_reference_rank / r.reference_ranks.max(1) as f64 } else { 1.0 };
+        // Act 1's a1 and a2 sum their micro-batches' losses where a mean was meant.
+        let grad_mult = grad_mult * r.grad_sum_factor.unwrap_or(1.0);
         // The loss stays on the device until the ranks have averaged it: one host read a step.
         let mut loss_sum = Tensor::zeros([], (Kind::Double, self.dev));
         let sizes = ((self.micro)(plan), plan.max_doc_len);

@@ -110,10 +110,21 @@ fn record_1_has_no_technique_on_and_each_record_those_of_its_era() {
         let on = common::record(n, Scale::Lab).techniques_on().unwrap();
         let era: Vec<&str> = REGISTRY
             .iter()
-            .filter(|t| t.is_technique() && t.records[0] <= n)
+            .filter(|t| t.is_technique() && t.records.first().is_some_and(|&r| r <= n))
             .map(|t| t.key)
             .collect();
         assert_eq!(on, era, "record #{n}");
+    }
+    // Each Act 1 step turns on the keys the registry credits to it, and no other.
+    for n in 1..=6 {
+        let path = format!("{}/records/a{n}.toml", env!("CARGO_MANIFEST_DIR"));
+        let r = Recipe::from_manifest(std::path::Path::new(&path), Scale::Full, None).unwrap();
+        let mut on = r.techniques_on().unwrap();
+        let mut act1: Vec<&str> =
+            REGISTRY.iter().filter(|t| t.act1.contains(&n)).map(|t| t.key).collect();
+        on.sort();
+        act1.sort();
+        assert_eq!(on, act1, "a{n}");
     }
 }
 

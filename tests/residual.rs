@@ -5,6 +5,7 @@ mod common;
 use tch::{nn, Device, Kind, Tensor};
 use trainer::model::attention::Attention;
 use trainer::model::block::{Attn, Block, BlockIn, Ffn, Residual};
+use trainer::model::dense::Dense;
 use trainer::model::norm::Norm;
 use trainer::model::parallel_residuals::{Inits, ParallelResiduals};
 use trainer::model::params::{Group, Groups, Opt, ParamSet};
@@ -70,9 +71,11 @@ fn per_sublayer_lambdas_match_a_float64_loop() {
 /// A record #1 block of width 8: dense attention, no MLP.
 fn attention_block(vs: &nn::VarStore) -> Block {
     let mut ps = ParamSet::new(vs.root());
-    let g = Groups::new(&common::record(1, Scale::Lab));
+    let r = common::record(1, Scale::Lab);
+    let g = Groups::new(&r);
+    let dense = Dense::new(&trainer::recipe::Recipe { init_std: 0.3, ..r });
     tch::manual_seed(77);
-    let attn = Attn::Dense(Attention::new(&mut ps, "attn", 8, 2, (0.3, 0.3), &g));
+    let attn = Attn::Dense(Attention::new(&mut ps, "attn", (8, 2), (&dense, None), &g));
     let norm = || Norm::Rms { eps: 1e-6 };
     Block { norm_1: norm(), attn, norm_2: norm(), mlp: Ffn::None }
 }

@@ -130,7 +130,10 @@ fn each_era_has_its_lab_target() {
     let catalog = records::catalog::Catalog::load(repo()).unwrap();
     let (t1, from1) = catalog.lab_target_of(1).unwrap();
     let (t38, from38) = catalog.lab_target_of(38).unwrap();
-    assert_eq!((from1, from38, catalog.lab_target_of(29).unwrap().1), (1, 29, 29));
+    assert_eq!(
+        (from1, from38, catalog.lab_target_of(29).unwrap().1),
+        (1.into(), 29.into(), 29.into())
+    );
     assert!(t38.val_loss < t1.val_loss, "{} vs {}", t38.val_loss, t1.val_loss);
 }
 

@@ -2,6 +2,7 @@
 //! reverse-applying patches, forward re-application (`series check`), capture and the errors.
 mod series_fixture;
 
+use records::catalog::RecordId;
 use records::series::{self, mailbox, Series};
 use series_fixture::{read_files, stderr, stdout, Fixture};
 
@@ -140,10 +141,10 @@ fn trees_round_trip_through_the_series() {
     let repo = series::apply::scratch_repo().unwrap();
     let trees = series.trees(&repo, 1).unwrap();
     for (parent, n) in [(1, 29), (29, 38)] {
-        let after = series.forward(&repo, n, trees[&parent]).unwrap();
-        assert_eq!(after.last(), Some(&trees[&n]));
+        let after = series.forward(&repo, n, trees[&RecordId::main(parent)]).unwrap();
+        assert_eq!(after.last(), Some(&trees[&RecordId::main(n)]));
     }
-    assert_eq!(series.forward(&repo, 29, trees[&1]).unwrap().len(), 2);
+    assert_eq!(series.forward(&repo, 29, trees[&RecordId::main(1)]).unwrap().len(), 2);
 }
 
 #[test]

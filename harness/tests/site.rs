@@ -76,15 +76,15 @@ fn check_index(dom: &Html, catalog: &Catalog) {
     for m in catalog.records() {
         let r = &m.record;
         let row = dom
-            .select(&sel(&format!("tr#record-{}", r.number)))
+            .select(&sel(&format!("tr#record-{}", m.id().bare())))
             .next()
-            .unwrap_or_else(|| panic!("no row for #{}", r.number));
+            .unwrap_or_else(|| panic!("no row for {}", m.id()));
         let t = text(row);
         assert!(t.contains(&r.title) && t.contains(&r.official_time_text), "{t}");
         assert!(t.contains(&r.steps.to_string()) && t.contains(&r.date), "{t}");
         let links: Vec<&str> =
             row.select(&sel("a")).filter_map(|a| a.value().attr("href")).collect();
-        assert!(links.contains(&format!("{:02}.html", r.number).as_str()), "{links:?}");
+        assert!(links.contains(&format!("{}.html", m.id().slug()).as_str()), "{links:?}");
         assert!(links.contains(&r.link.as_str()), "{links:?}");
         assert!(row.select(&sel("td.spark svg path, td.spark svg polyline")).next().is_some());
     }
@@ -161,14 +161,14 @@ fn pages_hold_the_manifests_facts_notes_and_curves() {
     let read = |name: &str| Html::parse_document(&std::fs::read_to_string(out.join(name)).unwrap());
     check_index(&read("index.html"), &catalog);
     for m in catalog.records() {
-        let n = m.record.number;
-        let dom = read(&format!("{n:02}.html"));
+        let n = m.id();
+        let dom = read(&format!("{}.html", n.slug()));
         check_notes(&dom, m);
         check_curve(&dom, m);
         if let Some(p) = m.record.parent {
-            let diff = read(&format!("diff-{p:02}-{n:02}.html"));
+            let diff = read(&format!("diff-{}-{}.html", p.slug(), n.slug()));
             let h1 = text(diff.select(&sel("h1")).next().unwrap());
-            assert_eq!(h1, format!("#{p} → #{n}"));
+            assert_eq!(h1, format!("{p} → {n}"));
             assert!(diff.select(&sel("div.line.add")).next().is_some());
             assert!(diff.select(&sel("figure.curve svg")).count() >= 1);
         }

@@ -27,13 +27,13 @@ fn an_upstream_record_replays_with_its_own_recipe_budget_and_parent() {
     let (holder, parent) = (catalog.get(62).unwrap(), catalog.get(54).unwrap());
     assert_eq!(m.recipe, recipe_at(&parent.recipe, &holder.upstream, 58));
     assert_ne!(m.recipe, recipe_at(&parent.recipe, &holder.upstream, 57), "#58 set keys");
-    assert_eq!((m.record.number, m.record.parent, m.record.steps), (58, Some(57), 1775));
+    assert_eq!((m.record.number, m.record.parent, m.record.steps), (58, Some(57.into()), 1775));
     assert_eq!(m.lab_steps(), lab_steps_rule(58, 1775).unwrap());
     assert_eq!(m.lab_steps(), 266); // 250 x 1775 / 1670, rounded
     assert!((m.record.official_time_s - 109.2).abs() < 1e-9); // "1.820 minutes"
                                                               // The first row's parent is the holder's parent; the trainer reads the written manifest.
     let first = catalog.replayable(repo(), 55).unwrap();
-    assert_eq!(first.record.parent, Some(54));
+    assert_eq!(first.record.parent, Some(54.into()));
     let written = std::fs::read_to_string(&m.path).unwrap();
     let r = records::trainer::recipe::Recipe::from_manifest_str(
         &written,

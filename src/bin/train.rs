@@ -180,9 +180,11 @@ fn main_inner(args: Args, ranks: RankEnv) -> Result<()> {
     }
     let train_files = corpus::shard::shard_files(&data, "train").context("finding train shards")?;
     let val_files = corpus::shard::shard_files(&data, "val").context("finding val shards")?;
-    let record = args.manifest.file_stem().and_then(|s| s.to_str()).and_then(|s| s.parse().ok());
+    // "29" for records/29.toml; an Act 1 step keeps its name ("a3").
+    let stem = args.manifest.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
+    let record = stem.parse().ok();
     let mut header = vec![
-        ("record".to_string(), record.map_or("?".into(), |n: u32| n.to_string())),
+        ("record".to_string(), record.map_or(stem.to_string(), |n: u32| n.to_string())),
         ("scale".to_string(), format!("{scale:?}").to_lowercase()),
         ("device".to_string(), target.describe()),
         ("ranks".to_string(), ranks.world.to_string()),

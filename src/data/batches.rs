@@ -2,6 +2,7 @@
 //! BOS-aligned sequences with document boundaries (#26, #29).
 use super::loader::{TrainLoader, ValLoader};
 use super::packed::{BosLoader, Packed, PackedVal};
+use super::stream::{Reads, StreamLoader};
 use crate::model::attend::Docs;
 use crate::recipe::{Loader, Recipe, Tokenizer};
 use anyhow::{Context, Result};
@@ -33,6 +34,7 @@ fn bos(r: &Recipe) -> u16 {
 
 pub enum Train {
     Rows(TrainLoader),
+    Stream(StreamLoader),
     Bos(BosLoader),
 }
 
@@ -46,6 +48,12 @@ impl Train {
         ranks: usize,
     ) -> Result<Train> {
         Ok(match r.loader {
+            Loader::Rows if r.stream_loader => {
+                // a4: a read per micro-batch of every reference rank.
+                let micro_reads = r.stream_micro_reads.then_some(r.batch_rows * r.reference_ranks);
+                let reads = Reads { rows: micro_reads, repeat_first: r.stream_repeat_first };
+                Train::Stream(StreamLoader::new(files, (r.seq_len, rows), (rank, ranks), reads)?)
+            }
             Loader::Rows => {
                 Train::Rows(TrainLoader::new(files, r.seq_len, rows, rank, ranks, r.seed)?)
             }
@@ -67,6 +75,11 @@ impl Train {
         match self {
             Train::Rows(l) => Ok(l
                 .next_step(accum, device)
+                .into_iter()
+                .map(|b| Micro { inputs: b.inputs, targets: b.targets, docs: None })
+                .collect()),
+            Train::Stream(l) => Ok(l
+                .next_step(accum, device)?
                 .into_iter()
                 .map(|b| Micro { inputs: b.inputs, targets: b.targets, docs: None })
                 .collect()),

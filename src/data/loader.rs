@@ -173,7 +173,7 @@ impl ValLoader {
     }
 }
 
-fn open_all(files: &[PathBuf]) -> Result<Vec<Shard>> {
+pub(super) fn open_all(files: &[PathBuf]) -> Result<Vec<Shard>> {
     if files.is_empty() {
         bail!("no shard files given");
     }
@@ -184,7 +184,7 @@ fn open_all(files: &[PathBuf]) -> Result<Vec<Shard>> {
 }
 
 /// `buf` holds `rows` windows of T+1 tokens -> inputs/targets [rows, T].
-fn to_batch(buf: Vec<i64>, rows: usize, t: usize, device: Device) -> Batch {
+pub(super) fn to_batch(buf: Vec<i64>, rows: usize, t: usize, device: Device) -> Batch {
     let all = Tensor::from_slice(&buf).view([rows as i64, t as i64 + 1]);
     let inputs = upload(&all.narrow(1, 0, t as i64).to_kind(Kind::Int64), device);
     let targets = upload(&all.narrow(1, 1, t as i64).to_kind(Kind::Int64), device);

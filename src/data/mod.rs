@@ -2,3 +2,4 @@
 pub mod batches;
 pub mod loader;
 pub mod packed;
+pub mod stream;

@@ -33,7 +33,10 @@ impl Attn {
     ) -> Attn {
         match b.r.attn_layers.as_deref().and_then(|p| p.chars().nth(i)) {
             None => {
-                Attn::Dense(Attention::new(&mut b.ps, name, b.c, b.r.n_head as i64, b.stds, &b.g))
+                let rotary =
+                    rope.map(|r| r.fixed().expect("validated: dense attention has no YaRN"));
+                let sizes = (b.c, b.r.n_head as i64);
+                Attn::Dense(Attention::new(&mut b.ps, name, sizes, (&b.dense, rotary), &b.g))
             }
             Some('-') => Attn::None,
             Some(w) => {
@@ -47,7 +50,8 @@ impl Attn {
 }
 
 pub enum Ffn {
-    Gelu(Mlp),
+    /// Record #1's MLP, with Act 1's changes (`Dense`).
+    Dense(Mlp),
     Relu2(Relu2Mlp),
     /// No MLP in this layer (upstream #30: layer 0).
     None,
@@ -59,8 +63,8 @@ impl Ffn {
         let r = b.r;
         match (r.mlp_layers.as_deref().and_then(|p| p.chars().nth(i)), r.activation) {
             (Some('-'), _) => Ffn::None,
-            (_, Activation::Gelu) => Ffn::Gelu(Mlp::new(&mut b.ps, name, b.c, b.stds, &b.g)),
-            (_, Activation::Relu2) => Ffn::Relu2(Relu2Mlp::build(b, name)),
+            (_, Activation::Relu2) if !r.init.is_torch() => Ffn::Relu2(Relu2Mlp::build(b, name)),
+            _ => Ffn::Dense(Mlp::new(&mut b.ps, name, b.c, &b.dense, &b.g)),
         }
     }
 }
@@ -151,7 +155,7 @@ impl Block {
     fn attention(&self, x: &Tensor, i: &BlockIn) -> Result<Option<Tensor>> {
         let h = self.norm_1.forward(x);
         Ok(match &self.attn {
-            Attn::Dense(a) => Some(a.forward(&h)),
+            Attn::Dense(a) => Some(a.forward(&h, i.docs)),
             Attn::Windowed(a) => {
                 let docs = i.docs.context("windowed attention runs on packed documents")?;
                 Some(a.forward(&h, i.ve, i.bank, (docs, i.windows))?)
@@ -163,7 +167,7 @@ impl Block {
     /// The MLP sublayer's output on x: [B, T, C] (normed here), or None without one.
     fn mlp(&self, x: &Tensor, training: bool) -> Result<Option<Tensor>> {
         Ok(match &self.mlp {
-            Ffn::Gelu(m) => Some(m.forward(&self.norm_2.forward(x))),
+            Ffn::Dense(m) => Some(m.forward(&self.norm_2.forward(x))),
             Ffn::Relu2(m) => Some(m.forward(&self.norm_2.forward(x), training)?),
             Ffn::None => None,
         })

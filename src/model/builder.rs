@@ -1,6 +1,7 @@
 //! What every part builds itself from: the recipe, the model's sizes and inits, and the
 //! parameter set and scalar bank a part reserves from. `Gpt::new` builds the parts in upstream's
 //! creation order, which fixes the random draws and the optimizers' layout.
+use super::dense::Dense;
 use super::params::{Groups, Param, ParamSet};
 use super::scalars::ScalarBank;
 use crate::recipe::{Init, Recipe};
@@ -20,9 +21,12 @@ pub struct Builder<'p, 'r> {
     pub vp: i64,
     /// llm.c: N(0, init_std), residual projections N(0, init_std/sqrt(2L)).
     pub stds: (f64, f64),
+    /// Record #1's dense attention and MLP: biases and inits (Act 1 changes them).
+    pub dense: Dense,
     /// Upstream #19: block matrices U(±bound), std 0.5/sqrt(fan_in).
     pub bound: f64,
-    /// The embeddings' init: N(0, init_std), N(0, 1) with #19's init.
+    /// The embeddings' init: N(0, init_std), N(0, 1) with #19's init, U(±1/sqrt(C)) with
+    /// Act 1's `torch_tied` (the head's nn.Linear).
     pub embed_init: nn::Init,
 }
 
@@ -41,8 +45,15 @@ impl<'p, 'r> Builder<'p, 'r> {
             c,
             vp: r.padded_vocab_size as i64,
             stds: (r.init_std, r.init_std / (2.0 * l as f64).sqrt()),
+            dense: Dense::new(r),
             bound: 3f64.sqrt() * 0.5 / (c as f64).sqrt(),
-            embed_init: nn::Init::Randn { mean: 0.0, stdev: std },
+            embed_init: match r.init {
+                Init::TorchTied => {
+                    let bound = 1.0 / (c as f64).sqrt();
+                    nn::Init::Uniform { lo: -bound, up: bound }
+                }
+                _ => nn::Init::Randn { mean: 0.0, stdev: std },
+            },
         }
     }
 

@@ -23,9 +23,10 @@ impl Embedding {
     /// with #53's untied table, record #1's learned positions or #8's norm.
     pub fn build(b: &mut Builder, shared: Option<&Tensor>) -> Embedding {
         let r = b.r;
-        // llm.c initialises only the first vocab_size rows; the padding rows stay zero.
+        // llm.c initialises only the first vocab_size rows; the padding rows stay zero (Act 1's
+        // `_init_weights` draws them all).
         let sizes = (r.vocab_size as i64, b.vp, b.c);
-        let zero_padding = r.init != Init::Uniform;
+        let zero_padding = r.init == Init::Normal;
         let mut embed = match shared {
             Some(w) => Embedding::from_table(w.shallow_clone()),
             None => Embedding::new(&mut b.ps, sizes, b.embed_init, zero_padding, b.g.embed),

@@ -16,6 +16,8 @@ pub enum Opt {
     ScalarAdam,
     /// Muon: the matrices inside the blocks (#3 on).
     Muon,
+    /// Act 1's classic Muon (a3 on): the dense blocks' matrices, beside record #1's AdamW.
+    MuonClassic,
 }
 
 /// How a parameter is stored between steps.
@@ -113,7 +115,12 @@ impl Groups {
         let fp32 = |opt, lr_mul, decay| Group { decay, ..Group::new(opt, lr_mul) };
         if r.muon.is_none() {
             let (matrix, vector) = (fp32(Opt::AdamW, 1.0, true), fp32(Opt::AdamW, 1.0, false));
-            let (embed, head, scalars, hidden, gate) = (matrix, matrix, vector, matrix, matrix);
+            // Act 1 from a3: the block matrices to the classic Muon, which does not decay.
+            let hidden = match r.muon_classic {
+                Some(_) => fp32(Opt::MuonClassic, 1.0, false),
+                None => matrix,
+            };
+            let (embed, head, scalars, gate) = (matrix, matrix, vector, matrix);
             let (x0, smear) = (vector, matrix);
             let (qkvo, c_fc, c_proj, skip_gate) = (hidden, hidden, hidden, vector);
             return Groups {

@@ -96,6 +96,14 @@ impl Rope {
         })
     }
 
+    /// The fixed tables, for the dense attention (Act 1's a2); None with YaRN.
+    pub fn fixed(&self) -> Option<Rotary> {
+        match self {
+            Rope::Fixed(r, _) => Some(r.clone()),
+            Rope::Yarn(_) => None,
+        }
+    }
+
     /// The tables and scale for a step whose long window YaRN is tuned for is `window` tokens.
     fn at(&self, window: i64) -> (Rotary, Option<f64>) {
         match self {

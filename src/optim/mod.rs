@@ -5,6 +5,7 @@ pub mod cautious_wd;
 pub mod dist_adam;
 pub mod mantissa;
 pub mod muon;
+pub mod muon_classic;
 pub mod newton_schulz;
 pub mod normuon;
 pub mod optimizer;

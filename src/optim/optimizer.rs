@@ -8,6 +8,7 @@
 use super::adamw::{clip_factor, AdamW};
 use super::dist_adam::{AdamConfig, DistAdam};
 use super::muon::{Muon, MuonConfig};
+use super::muon_classic::{pieces, MuonClassic};
 use super::param_table::ParamRow;
 use super::schedule::Plan;
 use crate::dist::{Collectives, Op};
@@ -22,6 +23,8 @@ pub enum Optimizer {
         params: Vec<Param>,
         lr: f64,
         grad_clip: f64,
+        /// Act 1 from a3: the block matrices go to the classic Muon instead.
+        muon: Option<(MuonClassic, Vec<Param>)>,
     },
     MuonAdam {
         adam: DistAdam,
@@ -45,11 +48,24 @@ impl Optimizer {
     /// Each parameter goes to the optimizer its group names.
     pub fn new(params: Vec<Param>, r: &Recipe, compute: Kind) -> Result<Optimizer> {
         let Some(m) = &r.muon else {
+            let (hidden, params): (Vec<Param>, Vec<Param>) =
+                params.into_iter().partition(|p| p.group.opt == Opt::MuonClassic);
             if let Some(p) = params.iter().find(|p| p.group.opt != Opt::AdamW) {
                 bail!("optimizer: {} is for {:?}, but the recipe has no muon", p.name, p.group.opt);
             }
+            let muon = match (&r.muon_classic, hidden.first()) {
+                (Some(c), _) => {
+                    let settings = (c.momentum, c.ns_steps);
+                    Some((MuonClassic::new(&hidden, c.lr, settings, compute), hidden))
+                }
+                (None, None) => None,
+                (None, Some(p)) => bail!(
+                    "optimizer: {} is for the classic Muon, but the recipe has no muon_classic",
+                    p.name
+                ),
+            };
             let opt = AdamW::new(&params, r.beta1, r.beta2, r.eps, r.weight_decay);
-            return Ok(Optimizer::AdamW { opt, params, lr: r.lr, grad_clip: r.grad_clip });
+            return Ok(Optimizer::AdamW { opt, params, lr: r.lr, grad_clip: r.grad_clip, muon });
         };
         let (hidden, rest): (Vec<Param>, Vec<Param>) =
             params.into_iter().partition(|p| p.group.opt == Opt::Muon);
@@ -103,7 +119,9 @@ impl Optimizer {
     /// Every parameter, for zeroing gradients.
     pub fn params(&self) -> Vec<&Param> {
         match self {
-            Optimizer::AdamW { params, .. } => params.iter().collect(),
+            Optimizer::AdamW { params, muon, .. } => {
+                params.iter().chain(muon.iter().flat_map(|(_, p)| p)).collect()
+            }
             Optimizer::MuonAdam { adam, scalars, muon, .. } => {
                 let scalars = scalars.iter().flat_map(|s| s.params());
                 adam.params().iter().chain(scalars).chain(muon.params()).collect()
@@ -117,12 +135,19 @@ impl Optimizer {
         // Adam's gradients are kept (summed into) until the step it runs (upstream #39).
         let mut adam_waits = false;
         let info = match self {
-            Optimizer::AdamW { opt, params, lr, grad_clip } => {
+            Optimizer::AdamW { opt, params, lr, grad_clip, muon } => {
                 // DDP: every rank ends the step with the gradient of the whole global batch.
-                let mut grads: Vec<Tensor> = params.iter().map(|p| p.tensor.grad()).collect();
+                let hidden = muon.iter().flat_map(|(_, p)| p);
+                let mut grads: Vec<Tensor> =
+                    params.iter().chain(hidden).map(|p| p.tensor.grad()).collect();
                 coll.all_reduce(&mut grads, Op::Avg)?;
+                // The clip is AdamW's: the classic Muon normalizes its own update.
                 let (norm, scale) = clip_factor(params, *grad_clip);
                 opt.step(params, *lr * factor, scale);
+                if let Some((m, hidden)) = muon {
+                    let muon_lr = m.lr * factor;
+                    m.step(hidden, muon_lr);
+                }
                 StepInfo { lr: *lr * factor, grad_norm: Some(norm) }
             }
             Optimizer::MuonAdam { adam, scalars, muon, lr, adam_every } => {
@@ -161,12 +186,12 @@ impl Optimizer {
     /// decay), then a row per parameter.
     pub fn param_table(&self) -> (Vec<String>, Vec<ParamRow>) {
         match self {
-            Optimizer::AdamW { opt, params, lr, .. } => {
-                let head = format!(
+            Optimizer::AdamW { opt, params, lr, muon, .. } => {
+                let mut head = vec![format!(
                     "adamw: lr {lr} betas {},{} eps {:e} weight_decay {}",
                     opt.beta1, opt.beta2, opt.eps, opt.weight_decay
-                );
-                let rows = params
+                )];
+                let mut rows: Vec<ParamRow> = params
                     .iter()
                     .map(|p| ParamRow {
                         name: p.name.clone(),
@@ -181,7 +206,25 @@ impl Optimizer {
                         muon_blocks: String::new(),
                     })
                     .collect();
-                (vec![head], rows)
+                if let Some((m, hidden)) = muon {
+                    head.push(m.describe());
+                    rows.extend(hidden.iter().map(|p| {
+                        let (n, [r, c], scale) = pieces(p.tensor.size()[0], p.tensor.size()[1]);
+                        ParamRow {
+                            name: p.name.clone(),
+                            shape: p.tensor.size(),
+                            storage: p.tensor.kind(),
+                            optimizer: "muon_classic",
+                            lr_mul: scale,
+                            wd_mul: 0.0,
+                            betas: None,
+                            eps: None,
+                            state: p.tensor.kind(),
+                            muon_blocks: format!("{n}x{r}x{c}"),
+                        }
+                    }));
+                }
+                (head, rows)
             }
             Optimizer::MuonAdam { adam, scalars, muon, lr, adam_every } => {
                 let describe = |label: &str, a: &DistAdam| {
@@ -213,7 +256,9 @@ impl Optimizer {
     pub fn save(&self) -> Saved {
         let params = self.params().iter().map(|p| p.tensor.detach().copy()).collect();
         let state = match self {
-            Optimizer::AdamW { opt, .. } => vec![opt.save()],
+            Optimizer::AdamW { opt, muon, .. } => {
+                vec![opt.save(), muon.as_ref().map_or_else(Vec::new, |(m, _)| m.save())]
+            }
             Optimizer::MuonAdam { adam, scalars, muon, .. } => {
                 let scalars = scalars.as_ref().map_or_else(Vec::new, |s| s.save());
                 vec![adam.save(), scalars, muon.save()]
@@ -233,7 +278,12 @@ impl Optimizer {
             }
         });
         match (self, saved.state.as_slice()) {
-            (Optimizer::AdamW { opt, .. }, [s]) => opt.restore(s),
+            (Optimizer::AdamW { opt, muon, .. }, [s, m]) => {
+                if let Some((muon, _)) = muon {
+                    muon.restore(m)?;
+                }
+                opt.restore(s)
+            }
             (Optimizer::MuonAdam { adam, scalars, muon, .. }, [a, s, m]) => {
                 adam.restore(a)?;
                 if let Some(scalars) = scalars {

@@ -216,6 +216,15 @@ impl Schedule {
             LrSchedule::WarmupCosine => {
                 warmup_cosine(step, steps, self.warmup_steps, 1.0, self.min_lr_frac)
             }
+            LrSchedule::WarmupLinear => {
+                warmup_linear(step, steps, self.warmup_steps, self.min_lr_frac)
+            }
+            LrSchedule::WarmupStableDecay { .. } if step < self.warmup_steps => {
+                (step + 1) as f64 / self.warmup_steps as f64
+            }
+            LrSchedule::WarmupStableDecay { cooldown_frac } => {
+                stable_decay(step, steps, *cooldown_frac, self.min_lr_frac)
+            }
             LrSchedule::StableDecay { cooldown_frac } if self.extension > 0 => {
                 let x = (step as f64 / clock.max(1) as f64).min(0.9999);
                 stable_decay_at(x, *cooldown_frac, self.min_lr_frac)
@@ -415,6 +424,17 @@ pub fn warmup_cosine(step: u64, steps: u64, warmup: u64, lr: f64, min_lr_frac: f
     let min_lr = lr * min_lr_frac;
     let decay_ratio = (step - warmup) as f64 / (steps - warmup).max(1) as f64;
     min_lr + 0.5 * (1.0 + (std::f64::consts::PI * decay_ratio).cos()) * (lr - min_lr)
+}
+
+/// Act 1's baseline (a1): linear warmup over `warmup` steps (`(step + 1)/warmup`), then linear
+/// from 1 to `floor` at the last step: a1 writes it `(0.1 + 1 - d)/1.1`, d the decay's progress,
+/// which is floor = 1/11.
+pub fn warmup_linear(step: u64, steps: u64, warmup: u64, floor: f64) -> f64 {
+    if step < warmup {
+        return (step + 1) as f64 / warmup as f64;
+    }
+    let d = (step - warmup) as f64 / (steps - warmup).max(1) as f64;
+    floor + (1.0 - d) * (1.0 - floor)
 }
 
 /// Upstream's `get_lr` since record #19 ("stable then decay"): the multiplier is 1 while

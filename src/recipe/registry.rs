@@ -29,8 +29,11 @@ pub enum Lab {
 #[derive(Debug)]
 pub struct Technique {
     pub key: &'static str,
-    /// Upstream records that introduced or changed it; `[1]` for record #1's base keys.
+    /// Upstream records that introduced or changed it; `[1]` for record #1's base keys; empty
+    /// for a key only Act 1 has.
     pub records: &'static [u32],
+    /// Act 1's steps (Tyler Romero's nanogpt-speedrun, a1 ... a6) that use it.
+    pub act1: &'static [u32],
     /// Keys that must be on when this one is; "a|b": one of them.
     pub needs: &'static [&'static str],
     /// Keys that must be off when this one is on (it replaces them).
@@ -41,12 +44,12 @@ pub struct Technique {
 impl Technique {
     /// A key after record #1: absent (or its default) means off.
     pub fn is_technique(&self) -> bool {
-        self.records.first().is_some_and(|&r| r > 1)
+        self.records.first().is_some_and(|&r| r > 1) || !self.act1.is_empty()
     }
 }
 
 const fn base(key: &'static str, lab: Lab) -> Technique {
-    Technique { key, records: &[1], needs: &[], excludes: &[], lab }
+    Technique { key, records: &[1], act1: &[], needs: &[], excludes: &[], lab }
 }
 
 const fn technique(
@@ -54,7 +57,16 @@ const fn technique(
     records: &'static [u32],
     needs: &'static [&'static str],
 ) -> Technique {
-    Technique { key, records, needs, excludes: &[], lab: Lab::Same }
+    Technique { key, records, act1: &[], needs, excludes: &[], lab: Lab::Same }
+}
+
+/// A key Act 1 brought (its steps), which no upstream record of the main track has.
+const fn act1(
+    key: &'static str,
+    steps: &'static [u32],
+    excludes: &'static [&'static str],
+) -> Technique {
+    Technique { key, records: &[], act1: steps, needs: &[], excludes, lab: Lab::Same }
 }
 
 /// Windows, rotary, QK-norm, value embeddings, the gate, x0 lambdas and U-net skips are parts
@@ -91,18 +103,18 @@ pub const REGISTRY: &[Technique] = &[
     base("val_tokens", Lab::Table),
     base("seed", Lab::Kept),
     // The modern speedrun, upstream #2-#29.
-    technique("norm", &[4], &[]),
+    Technique { act1: &[1, 2, 3, 4, 5, 6], ..technique("norm", &[4], &[]) },
     technique("embed_norm", &[8], &[]),
     technique("qk_norm", &[5, 6], MODERN),
-    technique("activation", &[5], &[]),
-    technique("init", &[19], &[]),
+    Technique { act1: &[1, 2, 3, 4, 5, 6], ..technique("activation", &[5], &[]) },
+    Technique { act1: &[1, 2, 3, 4, 5, 6], ..technique("init", &[19], &[]) },
     technique("zero_proj", &[5], &[]),
     technique("untied_head", &[8], &[]),
     Technique {
         excludes: &["untied_head"],
         ..technique("head_embed", &[51, 53, 54, 65], &["muon"])
     },
-    technique("rotary", &[2, 17, 58], MODERN),
+    Technique { act1: &[2, 3, 4, 5, 6], ..technique("rotary", &[2, 17, 58], &[]) },
     technique("x0_lambdas", &[9], MODERN),
     technique("unet", &[11], MODERN),
     technique("skip_gate", &[32], &["unet|single_skip"]),
@@ -161,14 +173,28 @@ pub const REGISTRY: &[Technique] = &[
     technique("mtp", &[53], &[]),
     Technique { lab: Lab::Kept, ..technique("smear", &[34, 40], &["embed_norm", "muon"]) },
     Technique { lab: Lab::Layer, ..technique("backout", &[40], &[]) },
-    technique("softcap", &[9, 18, 19, 28, 54], &[]),
+    Technique { act1: &[5, 6], ..technique("softcap", &[9, 18, 19, 28, 54], &[]) },
     technique("fp8_head", &[19, 21, 28, 51], &[]),
     technique("fp8_mlp_up", &[84], &["tall_matrices", "activation"]),
     technique("bf16_embeddings", &[18], &[]),
-    technique("loss_over_padding", &[5], &[]),
+    Technique { act1: &[1, 2, 3, 4, 5, 6], ..technique("loss_over_padding", &[5], &[]) },
     technique("bf16_loss", &[37], &[]),
     technique("loader", &[26, 29], &["attn_layers", "val_seq_len"]),
     Technique { lab: Lab::ValTokens, ..technique("val_seq_len", &[29], &["loader"]) },
+    // Act 1 (Tyler Romero's steps from the llm.c baseline): record #1's dense layers and loader
+    // as Keller Jordan's first modded-nanogpt script has them.
+    act1("stream_loader", &[1, 2, 3, 4, 5, 6], &["loader"]),
+    Technique { needs: &["stream_loader"], ..act1("stream_micro_reads", &[4, 5, 6], &[]) },
+    Technique { needs: &["stream_loader"], ..act1("stream_repeat_first", &[4], &[]) },
+    act1("doc_mask", &[6], &["attn_layers"]),
+    act1("attn_window", &[6], &["attn_layers"]),
+    act1("no_bias", &[1, 2, 3, 4, 5, 6], &["attn_layers"]),
+    act1("attn_branch_scale", &[1, 2, 3, 4, 5, 6], &["attn_layers"]),
+    act1("grad_sum_factor", &[1, 2], &[]),
+    Technique {
+        lab: Lab::Fields(&[("ns_steps", Lab::Kept)]),
+        ..act1("muon_classic", &[3, 4, 5, 6], &["muon", "attn_layers"])
+    },
     Technique {
         // ns_steps counts Newton-Schulz iterations, not training steps: it keeps its value.
         lab: Lab::Fields(&[
@@ -191,7 +217,7 @@ pub const REGISTRY: &[Technique] = &[
         lab: Lab::Steps,
         ..technique("scalar_freeze", &[52], &["scalar_betas", "windows"])
     },
-    technique("lr_schedule", &[4, 19, 46], &[]),
+    Technique { act1: &[1, 2, 3, 4, 5, 6], ..technique("lr_schedule", &[4, 19, 46], &[]) },
     technique("loss_sum", &[21], &[]),
     Technique { lab: Lab::Steps, ..technique("untimed_warmup", &[29], &[]) },
     Technique { lab: Lab::Steps, ..technique("iteration_extension", &[35], &["lr_schedule"]) },

@@ -22,6 +22,9 @@ pub enum Activation {
     Gelu,
     /// relu(x)^2 (upstream #5).
     Relu2,
+    /// GELU, exact (erf) form: PyTorch's `F.gelu` default (Act 1's baseline, a1).
+    #[serde(rename = "gelu_erf")]
+    GeluErf,
 }
 
 /// How matrices are initialised.
@@ -34,6 +37,21 @@ pub enum Init {
     /// Upstream #19: U(-b, b) with b = sqrt(3)·0.5/sqrt(fan_in) (std 0.5/sqrt(fan_in)) for block
     /// matrices, N(0, 1) for embeddings (torch's nn.Embedding default).
     Uniform,
+    /// PyTorch's nn.Linear default, U(±1/sqrt(fan_in)), for the dense layers; the embeddings
+    /// N(0, init_std) over every row, padding included (Act 1's baseline, a1: `_init_weights`
+    /// redraws only the embeddings).
+    Torch,
+    /// PyTorch's defaults throughout (Act 1 from a2, which drops `_init_weights`): the linears
+    /// as `torch`, and the tied table is lm_head's nn.Linear, U(±1/sqrt(n_embd)) on every row.
+    #[serde(rename = "torch_tied")]
+    TorchTied,
+}
+
+impl Init {
+    /// PyTorch's nn.Linear default for the dense layers (Act 1).
+    pub fn is_torch(self) -> bool {
+        matches!(self, Init::Torch | Init::TorchTied)
+    }
 }
 
 /// Rotary position embedding (upstream #2), replacing learned positions.
@@ -120,6 +138,17 @@ pub struct Yarn {
     pub alpha: f64,
     pub beta: f64,
     pub scale_growth: f64,
+}
+
+/// Muon as Keller Jordan's script had it in autumn 2024 (Act 1's a3; src/optim/muon_classic.rs):
+/// SGD momentum with Nesterov, NS5, the update scaled by sqrt(max(rows, cols)), a fused QKV as
+/// three squares, no weight decay. The block matrices only; the rest stays with AdamW.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MuonClassic {
+    pub lr: f64,
+    pub momentum: f64,
+    pub ns_steps: usize,
 }
 
 /// Muon for the hidden matrices (upstream #3, #4, #9, #13, #15, #24): every >= 2-D tensor inside
@@ -304,6 +333,12 @@ pub enum LrSchedule {
     /// llm.c: linear warmup over `warmup_steps`, cosine to `min_lr_frac`.
     #[default]
     WarmupCosine,
+    /// Act 1's baseline (a1): linear warmup over `warmup_steps`, then linear to `min_lr_frac`
+    /// at the last step (a1: 1/11, as `(0.1 + 1 - d)/1.1`).
+    WarmupLinear,
+    /// Act 1 from a2: linear warmup over `warmup_steps`, then `stable_decay`'s plateau and its
+    /// linear fall to `min_lr_frac` over the last `cooldown_frac` of training.
+    WarmupStableDecay { cooldown_frac: f64 },
     /// Upstream #19/#26: constant, then linear decay to `min_lr_frac` over the last
     /// `cooldown_frac` of training.
     StableDecay { cooldown_frac: f64 },

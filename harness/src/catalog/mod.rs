@@ -2,7 +2,10 @@
 //!
 //! A manifest holds upstream's facts (`[record]`), the figures of its official logs
 //! (`[evidence]`), the trainer's recipe (`[recipe]`, checked by the trainer itself), the lab-scale
-//! overrides (`[lab]`) and review notes anchored in the record's patch (`[[notes]]`).
+//! overrides (`[lab]`) and review notes anchored in the record's patch (`[[notes]]`). A record
+//! belongs to a track (`id.rs`): the main track's manifests are `records/NN.toml`, Act 1's
+//! `records/aN.toml` with `track = "act1"`.
+pub mod id;
 pub mod manifest_text;
 pub mod recipe_check;
 pub mod upstream_recipe;
@@ -12,7 +15,9 @@ use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-/// The records this lab replays, oldest first; each one's parent is the one before it.
+pub use id::{RecordId, Track, TrackDef, TRACKS};
+
+/// The main track's records, oldest first; each one's parent is the one before it.
 pub const SERIES: [u32; 9] = [1, 29, 38, 46, 53, 54, 62, 63, 84];
 
 /// The speedrun's target: mean final val loss at or below 3.28 (upstream rule).
@@ -23,11 +28,11 @@ pub const TARGET_VAL_LOSS: f64 = 3.28;
 /// the lab. Record #1 keeps its own budget (its era's target is its own).
 pub const LAB_STEPS_ANCHOR: (u32, u64, u64) = (29, 1670, 250);
 
-/// The `[lab] steps` the lab rule gives record `number` with `steps` official steps (rounded
-/// half up); None for the records before the anchor, which set their own.
-pub fn lab_steps_rule(number: u32, steps: u64) -> Option<u64> {
-    let (anchor, official, lab) = LAB_STEPS_ANCHOR;
-    (number >= anchor).then(|| (lab * steps + official / 2) / official)
+/// The `[lab] steps` the lab rule of its track gives record `id` with `steps` official steps
+/// (rounded half up); None for the records before the anchor, which set their own. On the main
+/// track the anchor is [`LAB_STEPS_ANCHOR`]; Act 1's is a1's 24,576 steps at 250, for every step.
+pub fn lab_steps_rule(id: impl Into<RecordId>, steps: u64) -> Option<u64> {
+    id.into().lab_steps_rule(steps)
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -116,7 +121,11 @@ pub struct LabTarget {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RecordFacts {
+    /// The record's number on its track (29 for #29, 3 for a3); [`RecordFacts::id`] is both.
     pub number: u32,
+    /// Its track: `track = "act1"`; absent for the main track.
+    #[serde(default, skip_serializing_if = "Track::is_main")]
+    pub track: Track,
     pub title: String,
     /// Upstream modded-nanogpt PR; #1 (llm.c) has none.
     pub pr: Option<u32>,
@@ -130,7 +139,9 @@ pub struct RecordFacts {
     pub hardware: String,
     pub steps: u64,
     pub tokens: u64,
-    pub parent: Option<u32>,
+    /// The record before it: an integer for a main record (`parent = 29`), a string for another
+    /// track's (`parent = "a2"`; a1's is `"#1"`, the main record its track branches from).
+    pub parent: Option<RecordId>,
     /// Upstream folder of the record's logs.
     pub upstream_folder: String,
     /// What changed and why, in our words.
@@ -138,6 +149,19 @@ pub struct RecordFacts {
     /// The git tree id of the record's trainer, as the series derives it; written by `records
     /// series capture`/`import` and verified by `records series check`.
     pub tree: Option<String>,
+    /// A track that branches from the main one (Act 1) reuses the shared trainer's techniques:
+    /// a file its patch adds or changes under src/model/, src/optim/ or src/data/ that HEAD has
+    /// too must be HEAD's, byte for byte, unless it is listed here (with the reason in a
+    /// comment). `records series check` holds every non-main record to it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub differs_from_head: Vec<String>,
+}
+
+impl RecordFacts {
+    /// The record's id: its track and number.
+    pub fn id(&self) -> RecordId {
+        RecordId::new(self.track, self.number)
+    }
 }
 
 /// The official logs' figures.
@@ -170,6 +194,11 @@ pub struct Note {
 }
 
 impl Manifest {
+    /// The record's id: its track and number.
+    pub fn id(&self) -> RecordId {
+        self.record.id()
+    }
+
     /// The record's lab step budget, `[lab] steps` (checked positive when the manifest loads).
     pub fn lab_steps(&self) -> u64 {
         self.lab.get("steps").and_then(|v| v.as_integer()).map_or(0, |s| s as u64)
@@ -203,24 +232,63 @@ impl Manifest {
     fn validate(&self) -> Result<()> {
         let p = self.path.display();
         let r = &self.record;
+        let id = r.id();
         let stem = self.path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
-        if stem.parse::<u32>().ok() != Some(r.number) {
-            bail!("{p}: record.number = {} but the file is named {stem}.toml", r.number);
+        if id.is_main() && stem.parse::<u32>().ok() != Some(r.number) {
+            let hint = match stem.parse::<RecordId>() {
+                Ok(other) if !other.is_main() => format!(
+                    "; {stem}.toml is a record of {}: set track = \"{}\" in [record]",
+                    other.track.def().name,
+                    other.track.key()
+                ),
+                _ => String::new(),
+            };
+            bail!("{p}: record.number = {} but the file is named {stem}.toml{hint}", r.number);
         }
-        if !SERIES.contains(&r.number) {
-            bail!("{p}: record {} is not in the series {SERIES:?}", r.number);
-        }
-        let expected_parent = SERIES
-            .iter()
-            .position(|&n| n == r.number)
-            .and_then(|i| i.checked_sub(1))
-            .map(|i| SERIES[i]);
-        if r.parent != expected_parent {
+        if !id.is_main() && stem != id.slug() {
             bail!(
-                "{p}: record.parent = {:?} but the parent of #{} is {:?}",
-                r.parent,
+                "{p}: record.number = {} on track {} is {}, whose manifest is {}.toml, but the \
+                 file is named {stem}.toml",
                 r.number,
-                expected_parent
+                id.track,
+                id,
+                id.slug()
+            );
+        }
+        let def = id.track.def();
+        if !def.members.contains(&r.number) {
+            if id.is_main() {
+                bail!("{p}: record {} is not in the series {SERIES:?}", r.number);
+            }
+            bail!(
+                "{p}: {id} is not a record of {} (its records are {})",
+                def.name,
+                show_ids(def.members.iter().map(|&n| RecordId::new(id.track, n)))
+            );
+        }
+        let expected_parent = id.expected_parent();
+        if r.parent != expected_parent {
+            if id.is_main() {
+                bail!(
+                    "{p}: record.parent = {:?} but the parent of #{} is {:?}",
+                    r.parent,
+                    r.number,
+                    expected_parent
+                );
+            }
+            let want = expected_parent.map_or("none".into(), |e| match e.track {
+                Track::Main => format!("{} (parent = {})", e, e.n),
+                _ => format!("{e} (parent = \"{}\")", e.slug()),
+            });
+            bail!(
+                "{p}: record.parent = {} but the parent of {id} is {want}",
+                r.parent.map_or("none".into(), |x| x.to_string()),
+            );
+        }
+        if id.is_main() && !r.differs_from_head.is_empty() {
+            bail!(
+                "{p}: record.differs_from_head is for the tracks that branch from the main one; \
+                 a main record's trainer is HEAD's by construction"
             );
         }
         if r.official_time_s.is_nan() || r.official_time_s <= 0.0 || r.steps == 0 {
@@ -239,13 +307,16 @@ impl Manifest {
         let Some(lab_steps) = lab_steps.and_then(|v| u64::try_from(v).ok()) else {
             bail!("{p}: [lab] needs a positive integer `steps`: the record's lab budget");
         };
-        if let Some(want) = lab_steps_rule(r.number, r.steps) {
-            let (anchor, official, lab) = LAB_STEPS_ANCHOR;
+        if let Some(want) = id.lab_steps_rule(r.steps) {
+            let a = def.anchor;
             if lab_steps != want {
                 bail!(
                     "{p}: [lab] steps = {lab_steps}, but the lab rule gives {want}: \
-                     {lab} x {} official steps / {official} (#{anchor}), rounded",
-                    r.steps
+                     {} x {} official steps / {} ({}), rounded",
+                    a.lab,
+                    r.steps,
+                    a.official,
+                    id.anchor()
                 );
             }
         }
@@ -255,6 +326,9 @@ impl Manifest {
                 w[1].number,
                 w[0].number
             );
+        }
+        if !id.is_main() && !self.upstream.is_empty() {
+            bail!("{p}: [[upstream]] rows are the main track's upstream records; {id} has none");
         }
         if let Some(u) = self.upstream.iter().find(|u| u.number > r.number) {
             bail!(
@@ -277,12 +351,19 @@ impl Manifest {
 #[derive(Debug, Clone)]
 pub struct Broken {
     pub path: PathBuf,
-    /// From the file name (`29.toml`), so the series still knows its place in the chain.
-    pub number: Option<u32>,
+    /// From the file name (`29.toml`, `a3.toml`), so the series still knows its place in the
+    /// chain.
+    pub number: Option<RecordId>,
     pub error: String,
 }
 
-/// All manifests under `records/`, sorted by number; the ones that do not load are set aside.
+/// Ids, as typed: `1, 29, a1`.
+pub fn show_ids(ids: impl IntoIterator<Item = RecordId>) -> String {
+    ids.into_iter().map(RecordId::bare).collect::<Vec<_>>().join(", ")
+}
+
+/// All manifests under `records/`, sorted by id (the main track's, then Act 1's); the ones that
+/// do not load are set aside.
 #[derive(Debug, Clone)]
 pub struct Catalog {
     records: Vec<Manifest>,
@@ -305,14 +386,19 @@ impl Catalog {
                 }
             }
         }
-        loaded.sort_by_key(|m| m.record.number);
+        loaded.sort_by_key(|m| m.id());
         broken.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(Catalog { records: loaded, broken })
     }
 
-    /// The manifests that loaded.
+    /// The manifests that loaded, the main track's first.
     pub fn records(&self) -> &[Manifest] {
         &self.records
+    }
+
+    /// The manifests of `track` that loaded, oldest first.
+    pub fn track(&self, track: Track) -> impl Iterator<Item = &Manifest> {
+        self.records.iter().filter(move |m| m.record.track == track)
     }
 
     /// The manifests that did not load.
@@ -320,50 +406,53 @@ impl Catalog {
         &self.broken
     }
 
-    /// Every record that has a manifest, loaded or not, oldest first: the chain of the series.
-    pub fn chain(&self) -> Vec<u32> {
-        let mut chain: Vec<u32> = self.records.iter().map(|m| m.record.number).collect();
+    /// Every record that has a manifest, loaded or not, in id order: the chains of the series
+    /// (the main track's first, oldest first, then each other track's).
+    pub fn chain(&self) -> Vec<RecordId> {
+        let mut chain: Vec<RecordId> = self.records.iter().map(Manifest::id).collect();
         chain.extend(self.broken.iter().filter_map(|b| b.number));
         chain.sort_unstable();
         chain.dedup();
         chain
     }
 
-    /// Every upstream record inside a step (#30-#84 but the series' own records), oldest first,
-    /// with the record whose patch holds it.
-    pub fn inside_steps(&self) -> Vec<(u32, &Upstream)> {
+    /// Every upstream record inside a main record's step (#30-#84 but the main track's own
+    /// records), oldest first, with the record whose patch holds it.
+    pub fn inside_steps(&self) -> Vec<(RecordId, &Upstream)> {
         let chain = self.chain();
-        let mut rows: Vec<(u32, &Upstream)> = (self.records.iter())
-            .flat_map(|m| m.upstream.iter().map(move |u| (m.record.number, u)))
-            .filter(|(_, u)| !chain.contains(&u.number))
+        let mut rows: Vec<(RecordId, &Upstream)> = (self.track(Track::Main))
+            .flat_map(|m| m.upstream.iter().map(move |u| (m.id(), u)))
+            .filter(|(_, u)| !chain.contains(&RecordId::main(u.number)))
             .collect();
         rows.sort_by_key(|(_, u)| u.number);
         rows
     }
 
-    /// The record numbered `n`, its manifest's error, or an error that lists the known ones.
-    pub fn get(&self, n: u32) -> Result<&Manifest> {
-        if let Some(b) = self.broken.iter().find(|b| b.number == Some(n)) {
+    /// The record `id`, its manifest's error, or an error that lists the known ones.
+    pub fn get(&self, id: impl Into<RecordId>) -> Result<&Manifest> {
+        let id = id.into();
+        if let Some(b) = self.broken.iter().find(|b| b.number == Some(id)) {
             bail!("{}", b.error);
         }
-        self.records.iter().find(|m| m.record.number == n).with_context(|| {
-            let known: Vec<String> =
-                self.records.iter().map(|m| m.record.number.to_string()).collect();
+        self.records.iter().find(|m| m.id() == id).with_context(|| {
             format!(
-                "unknown record {n}; known records: {} (the upstream records inside their steps: `records list --all`)",
-                known.join(", ")
+                "unknown record {}; known records: {} (the upstream records inside their steps: `records list --all`)",
+                id.bare(),
+                show_ids(self.records.iter().map(Manifest::id))
             )
         })
     }
 
-    /// Record `n` as a replay reads it: one of the series' manifests, or an upstream record
-    /// inside a step (#30-#84; `records list --all`), whose manifest is written to
+    /// Record `id` as a replay reads it: one of the catalog's manifests, or an upstream record
+    /// inside a main record's step (#30-#84; `records list --all`), whose manifest is written to
     /// `<root>/target/records/upstream/NN.toml` for its trainer to read.
-    pub fn replayable(&self, root: &Path, n: u32) -> Result<Cow<'_, Manifest>> {
-        let step = upstream_recipe::step(self, n);
-        let Some(step) = step.filter(|_| !self.chain().contains(&n)) else {
-            return self.get(n).map(Cow::Borrowed);
+    pub fn replayable(&self, root: &Path, id: impl Into<RecordId>) -> Result<Cow<'_, Manifest>> {
+        let id = id.into();
+        let step = id.is_main().then(|| upstream_recipe::step(self, id.n)).flatten();
+        let Some(step) = step.filter(|_| !self.chain().contains(&id)) else {
+            return self.get(id).map(Cow::Borrowed);
         };
+        let n = id.n;
         let dir = root.join("target").join("records").join("upstream");
         let m = step.manifest(dir.join(format!("{n:02}.toml"))).map_err(anyhow::Error::msg)?;
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -377,23 +466,35 @@ impl Catalog {
         Ok(Cow::Owned(m))
     }
 
-    /// The lab target record `n` is judged against, and the record that set it: the
-    /// `[lab_target]` of the newest record at or before `n` that has one (#1 for itself, #29
-    /// for the modern records).
-    pub fn lab_target_of(&self, n: u32) -> Result<(&LabTarget, u32)> {
+    /// The lab target record `id` is judged against, and the record that set it: the
+    /// `[lab_target]` of the newest record of its track at or before it that has one (#1 for
+    /// itself, #29 for the modern records, a1 for Act 1).
+    pub fn lab_target_of(&self, id: impl Into<RecordId>) -> Result<(&LabTarget, RecordId)> {
+        let id = id.into();
         self.records
             .iter()
             .rev()
-            .filter(|m| m.record.number <= n)
-            .find_map(|m| m.lab_target.as_ref().map(|t| (t, m.record.number)))
-            .with_context(|| {
-                format!("no [lab_target] in records/01.toml or a later manifest up to #{n}")
+            .filter(|m| m.record.track == id.track && m.record.number <= id.n)
+            .find_map(|m| m.lab_target.as_ref().map(|t| (t, m.id())))
+            .with_context(|| match id.track {
+                Track::Main => {
+                    format!(
+                        "no [lab_target] in records/01.toml or a later manifest up to #{}",
+                        id.n
+                    )
+                }
+                t => format!(
+                    "no [lab_target] in {}'s manifests up to {id}: the track's first record \
+                     ({}.toml) sets it",
+                    t.def().name,
+                    RecordId::new(t, t.def().members[0]).slug()
+                ),
             })
     }
 
-    /// The newest record that loaded: its trainer is `src/` at HEAD.
+    /// The newest main record that loaded: its trainer is `src/` at HEAD.
     pub fn newest(&self) -> Option<&Manifest> {
-        self.records.last()
+        self.track(Track::Main).last()
     }
 }
 

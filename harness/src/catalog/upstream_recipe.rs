@@ -3,7 +3,7 @@
 //! values) or why it set none (`same_math`). Upstream record k's recipe is the parent record's
 //! `[recipe]` with the rows up to k applied in order; the last row is the record itself, so the
 //! parent's recipe with every row applied must read exactly as the record's `[recipe]`.
-use super::{lab_steps_rule, Evidence, Manifest, RecordFacts, Upstream};
+use super::{lab_steps_rule, Evidence, Manifest, RecordFacts, RecordId, Track, Upstream};
 use crate::trainer::recipe::{Recipe, Scale};
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -72,7 +72,7 @@ pub fn check(parent: &Manifest, m: &Manifest) -> Result<Rows, String> {
             .find(|r| r.recipe.as_ref().is_some_and(|t| t.contains_key(key)));
         let from = match last {
             Some(r) => format!("set last by #{}'s row", r.number),
-            None => format!("set by no row, so #{}'s", parent.record.number),
+            None => format!("set by no row, so {}'s", parent.id()),
         };
         let show = |v: Option<&toml::Value>| v.map_or("absent".into(), ToString::to_string);
         return Err(format!(
@@ -105,7 +105,7 @@ pub struct Step<'a> {
     pub holder: &'a Manifest,
     pub row: &'a Upstream,
     /// The record before it in the series: the previous row, or the holder's parent.
-    pub parent: u32,
+    pub parent: RecordId,
     pub before: toml::Table,
     pub after: toml::Table,
 }
@@ -137,7 +137,7 @@ impl Step<'_> {
 
 /// Upstream record `k`, when a manifest's rows hold it (`None` for a number in no row).
 pub fn step(catalog: &super::Catalog, k: u32) -> Option<Step<'_>> {
-    let holder = catalog.records().iter().find(|m| m.upstream.iter().any(|r| r.number == k))?;
+    let holder = catalog.track(Track::Main).find(|m| m.upstream.iter().any(|r| r.number == k))?;
     let row = holder.upstream.iter().find(|r| r.number == k)?;
     let parent = catalog.get(holder.record.parent?).ok()?;
     let previous = holder.upstream.iter().take_while(|r| r.number < k).last();
@@ -146,7 +146,7 @@ pub fn step(catalog: &super::Catalog, k: u32) -> Option<Step<'_>> {
         None => parent.recipe.clone(),
     };
     let after = recipe_at(&parent.recipe, &holder.upstream, k);
-    let parent = previous.map_or(parent.record.number, |p| p.number);
+    let parent = previous.map_or(parent.id(), |p| RecordId::main(p.number));
     Some(Step { holder, row, parent, before, after })
 }
 
@@ -177,6 +177,7 @@ impl Step<'_> {
             path,
             record: RecordFacts {
                 number: k,
+                track: Track::Main,
                 title: row.title.clone(),
                 pr: row.pr,
                 link,
@@ -191,6 +192,7 @@ impl Step<'_> {
                 upstream_folder: row.folder.clone().unwrap_or_default(),
                 claim: row.title.clone(),
                 tree: None,
+                differs_from_head: Vec::new(),
             },
             evidence: Evidence {
                 val_losses: row.val_losses.clone(),

@@ -3,7 +3,7 @@
 //! table on stdout and `results/bench/<run id>/bench.json`.
 use super::replay::ScaleArg;
 use anyhow::{Context, Result};
-use records::catalog::{Catalog, Manifest};
+use records::catalog::{Catalog, Manifest, RecordId};
 use records::run::bench::{self, Bench, Samples, Setup};
 use records::run::launch::{launch, LaunchOpts, Stream};
 use records::run::replay::PendingResults;
@@ -17,8 +17,8 @@ use records::{paths, series};
 pub struct Args {
     #[command(flatten)]
     pub places: super::RunPlaces,
-    /// Records to time [default: every record in records/].
-    pub records: Vec<u32>,
+    /// Records to time (29, a3) [default: every record in records/].
+    pub records: Vec<RecordId>,
     /// lab: the [lab] shape on CPU; full: upstream's shape on one GPU (its batch by gradient
     /// accumulation) [default: lab, or full with --cuda].
     #[arg(long, value_enum)]
@@ -59,7 +59,7 @@ pub fn run(args: Args) -> Result<()> {
     } else {
         args.records.iter().map(|&n| catalog.get(n)).collect::<Result<_>>()?
     };
-    let first = catalog.records().first().context("records/ holds no manifest")?.record.number;
+    let first = catalog.records().first().context("records/ holds no manifest")?.id();
     let lab = args.scale.unwrap_or(if args.cuda { ScaleArg::Full } else { ScaleArg::Lab })
         == ScaleArg::Lab;
     let scale = if lab { "lab" } else { "full" };
@@ -69,10 +69,10 @@ pub fn run(args: Args) -> Result<()> {
     }
     let mut trainers = Vec::new();
     for m in &chosen {
-        let n = m.record.number;
+        let n = m.id();
         args.at
             .window(m.budget(lab), args.warmup, args.steps)
-            .with_context(|| format!("record #{n}"))?;
+            .with_context(|| format!("record {n}"))?;
         trainers.push((*m, Trainer::build(&root, n, false, args.cuda)?));
     }
 
@@ -88,7 +88,7 @@ pub fn run(args: Args) -> Result<()> {
         .map(|(m, t)| {
             let budget = m.budget(lab);
             Samples {
-                record: m.record.number,
+                record: m.id(),
                 title: m.record.title.clone(),
                 parent: m.record.parent,
                 tree: t.tree_id.clone(),
@@ -104,24 +104,24 @@ pub fn run(args: Args) -> Result<()> {
     let mut device = String::new();
     for round in 1..=args.rounds {
         for ((m, t), s) in trainers.iter().zip(&mut samples) {
-            let n = m.record.number;
-            let out = pending.dir().join(format!("round-{round}-{n:02}"));
+            let n = m.id();
+            let out = pending.dir().join(format!("round-{round}-{}", n.slug()));
             // The record's own budget and schedule, stopped after the window.
             let cmd = t.cmd(m, scale, &data, &out, args.cuda).stop_after(s.window.stop);
             let cmd = cmd.header(format!("bench=round {round}/{}", args.rounds));
             launch(&t.bin, cmd.args(), 1, &LaunchOpts::default(), |line| {
                 if line.stream == Stream::Stderr {
-                    tracing::info!("[#{n}] {}", line.text);
+                    tracing::info!("[{n}] {}", line.text);
                 }
             })
-            .map_err(|e| anyhow::anyhow!("record #{n}, round {round}: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("record {n}, round {round}: {e}"))?;
             let log = runlog::parse_file(&out.join("train.log"))?;
-            let context = || format!("record #{n}, round {round}: {}", out.display());
+            let context = || format!("record {n}, round {round}: {}", out.display());
             let times = bench::step_times(&log, s.window.skip).with_context(context)?;
             s.tokens += bench::window_tokens(&out.join("metrics.jsonl"), s.window.skip)
                 .with_context(context)?;
             tracing::info!(
-                "records: round {round}/{}: #{n} {:.1} ms/step (median of {})",
+                "records: round {round}/{}: {n} {:.1} ms/step (median of {})",
                 args.rounds,
                 records::verdict::stats::median(&times).unwrap_or(f64::NAN),
                 times.len()

@@ -1,5 +1,5 @@
 //! `records diff A B`: the commits between two records, their recipe diff and their code diff.
-use records::catalog::Catalog;
+use records::catalog::{Catalog, RecordId};
 use records::paths;
 use records::present::diff::{self, Paint, Parts};
 use records::present::plot::{self, Chart, XAxis};
@@ -10,11 +10,11 @@ use std::io::IsTerminal;
 /// the code. With none of --stat/--recipe/--code, all three.
 #[derive(clap::Args)]
 pub struct Args {
-    /// One record (see `records list`), or an upstream record inside a step (`list --all`:
+    /// One record (see `records list`: 29, a3), or an upstream record inside a step (`list --all`:
     /// then the upstream records between, the recipe diff and each one's commit).
-    pub a: u32,
+    pub a: RecordId,
     /// The other record; A and B may come in either order.
-    pub b: u32,
+    pub b: RecordId,
     /// The series view: commits between A and B with line counts, and the files changed.
     #[arg(long)]
     pub stat: bool,

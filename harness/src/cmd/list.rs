@@ -1,5 +1,5 @@
 //! `records list`: the records, one line each.
-use records::catalog::upstream_recipe;
+use records::catalog::{upstream_recipe, RecordId, Track};
 use records::paths;
 use records::present::figures;
 use records::run::replays;
@@ -9,9 +9,9 @@ use records::verdict::stats;
 /// result of each (its newest replay over its whole lab budget).
 #[derive(clap::Args)]
 pub struct Args {
-    /// Also every upstream record inside the series (#30-#84): upstream's figures and its logs'
-    /// evidence (mean val loss, the one-sided t-test against 3.28), whose patch holds it, and
-    /// the recipe keys it set
+    /// Also every upstream record inside the main track's steps (#30-#84): upstream's figures
+    /// and its logs' evidence (mean val loss, the one-sided t-test against 3.28), whose patch
+    /// holds it, and the recipe keys it set
     #[arg(long)]
     all: bool,
 }
@@ -20,38 +20,59 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let root = paths::repo_root()?;
     let catalog = super::load_catalog(&root, None)?;
     let results = paths::results_dir(&root);
-    println!(
-        "{:>3}  {:<8} {:<10}  {:>16}  {:>6}  {:<26}  title",
-        "#", "PR", "date", "official (8xH100)", "steps", "lab here (ours)"
-    );
-    for m in catalog.records() {
-        let r = &m.record;
-        let pr = r.pr.map_or("-".to_string(), |p| format!("#{p}"));
-        let all = replays::of_record(&results, r.number)?;
-        let result = replays::lab_result(&all, m).and_then(|x| x.verdict.as_ref());
-        let lab = match (result, replays::newest_shortened(&all, m)) {
-            (Some(v), _) => {
-                let loss = v.loss.as_ref().map_or("-".to_string(), |s| format!("{:.4}", s.mean));
-                let word = if v.reached { "reached" } else { "NOT REACHED" };
-                format!("{loss} {word} {:.4}", v.target_loss)
-            }
-            (None, Some(short)) => {
-                format!("shortened: {}", short.shortened(m).unwrap_or_default())
-            }
-            (None, None) => "not replayed".to_string(),
-        };
+    let chain = catalog.chain();
+    // Each track under its heading, the main track first; another track once it has a manifest.
+    for (i, track) in Track::all().enumerate() {
+        if !track.is_main() && !chain.iter().any(|id| id.track == track) {
+            continue;
+        }
+        let def = track.def();
+        if i > 0 {
+            println!();
+        }
+        println!("{}", def.line);
+        let official = format!("official ({})", def.hardware);
+        // Right-aligned one short of the header's end, as the main track's always was.
+        let w = official.len().max(17) - 1;
         println!(
-            "{:>3}  {:<8} {:<10}  {:>16}  {:>6}  {lab:<26}  {}",
-            r.number, pr, r.date, r.official_time_text, r.steps, r.title
+            "{:>3}  {:<8} {:<10}  {:>w$}  {:>6}  {:<26}  title",
+            "#", "PR", "date", official, "steps", "lab here (ours)"
         );
-    }
-    let missing: Vec<String> = records::catalog::SERIES
-        .iter()
-        .filter(|n| catalog.get(**n).is_err())
-        .map(|n| format!("#{n}"))
-        .collect();
-    if !missing.is_empty() {
-        println!("not yet in the lab: {}", missing.join(", "));
+        for m in catalog.track(track) {
+            let r = &m.record;
+            let pr = r.pr.map_or("-".to_string(), |p| format!("#{p}"));
+            let all = replays::of_record(&results, m.id())?;
+            let result = replays::lab_result(&all, m).and_then(|x| x.verdict.as_ref());
+            let lab = match (result, replays::newest_shortened(&all, m)) {
+                (Some(v), _) => {
+                    let loss =
+                        v.loss.as_ref().map_or("-".to_string(), |s| format!("{:.4}", s.mean));
+                    let word = if v.reached { "reached" } else { "NOT REACHED" };
+                    format!("{loss} {word} {:.4}", v.target_loss)
+                }
+                (None, Some(short)) => {
+                    format!("shortened: {}", short.shortened(m).unwrap_or_default())
+                }
+                (None, None) => "not replayed".to_string(),
+            };
+            println!(
+                "{:>3}  {:<8} {:<10}  {:>w$}  {:>6}  {lab:<26}  {}",
+                m.id().bare(),
+                pr,
+                r.date,
+                r.official_time_text,
+                r.steps,
+                r.title
+            );
+        }
+        let missing: Vec<String> = (def.members.iter())
+            .map(|&n| RecordId::new(track, n))
+            .filter(|id| catalog.get(*id).is_err())
+            .map(|id| id.to_string())
+            .collect();
+        if !missing.is_empty() {
+            println!("not yet in the lab: {}", missing.join(", "));
+        }
     }
     if args.all {
         println!();
@@ -60,9 +81,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Every upstream record of the series, oldest first (official figures are upstream's), with
-/// the recipe keys its row sets (`records show K` prints their values).
+/// Every upstream record of the main track's steps, oldest first (official figures are
+/// upstream's), with the recipe keys its row sets (`records show K` prints their values).
 fn upstream_table(catalog: &records::catalog::Catalog) {
+    println!("Every upstream record inside the main track's steps");
     println!(
         "{:>3}  {:<8} {:<10}  {:>16}  {:>6}  {:<34}  {:<5}  title",
         "#",
@@ -74,8 +96,7 @@ fn upstream_table(catalog: &records::catalog::Catalog) {
         "patch"
     );
     let mut rows: Vec<(u32, &records::catalog::Upstream)> = catalog
-        .records()
-        .iter()
+        .track(Track::Main)
         .flat_map(|m| m.upstream.iter().map(|u| (m.record.number, u)))
         .collect();
     rows.sort_by_key(|(_, u)| u.number);

@@ -16,7 +16,7 @@ pub mod walk;
 /// a command that needs the broken one, `wanted`, fails with its error instead).
 pub fn load_catalog(
     root: &std::path::Path,
-    wanted: Option<u32>,
+    wanted: Option<records::catalog::RecordId>,
 ) -> anyhow::Result<records::catalog::Catalog> {
     let catalog = records::catalog::Catalog::load(root)?;
     for b in catalog.broken().iter().filter(|b| wanted.is_none() || b.number != wanted) {

@@ -4,7 +4,7 @@
 use super::replay::ScaleArg;
 use super::FormatArg;
 use anyhow::{Context, Result};
-use records::catalog::Manifest;
+use records::catalog::{Manifest, RecordId};
 use records::logging::step;
 use records::profile::render::{self, Profiled};
 use records::profile::{self as trace, StageTable};
@@ -27,11 +27,11 @@ const KINETO_GPU_PROBE: &str = "gpuGetDeviceCount failed";
 pub struct Args {
     #[command(flatten)]
     pub places: super::RunPlaces,
-    /// The record to profile.
-    pub record: u32,
+    /// The record to profile (29, a3).
+    pub record: RecordId,
     /// A second record to profile the same way; its table is printed beside the first's.
     #[arg(long)]
-    pub compare: Option<u32>,
+    pub compare: Option<RecordId>,
     /// Steps traced (after the warmup steps).
     #[arg(long, default_value_t = 3)]
     pub steps: u64,
@@ -60,7 +60,7 @@ pub struct Args {
 /// What `profile.json` keeps of one record's run.
 #[derive(Serialize)]
 struct RecordProfile {
-    record: u32,
+    record: RecordId,
     tree: String,
     device: String,
     /// The trainer's own step times (ms) of the traced steps, from its log.
@@ -76,7 +76,7 @@ pub fn run(args: Args) -> Result<()> {
     anyhow::ensure!(args.warmup >= 1, "--warmup must be at least 1 (the first step warms up)");
     anyhow::ensure!(args.ranks >= 1, "--ranks must be at least 1");
     if let Some(path) = &args.trace {
-        let title = format!("#{} ({})", args.record, path.display());
+        let title = format!("{} ({})", args.record, path.display());
         print_stages(&title, &trace::by_stage(&trace::read(path)?), args.format);
         return Ok(());
     }
@@ -89,8 +89,8 @@ pub fn run(args: Args) -> Result<()> {
         chosen.push(catalog.get(other)?);
     }
     for m in &chosen {
-        let n = m.record.number;
-        args.at.window(m.budget(lab), args.warmup, args.steps).with_context(|| format!("#{n}"))?;
+        let n = m.id();
+        args.at.window(m.budget(lab), args.warmup, args.steps).with_context(|| format!("{n}"))?;
     }
     let data = args.places.data(&root, lab)?;
     for m in &chosen {
@@ -98,7 +98,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let mut trainers = Vec::new();
     for m in &chosen {
-        let n = m.record.number;
+        let n = m.id();
         trainers.push((*m, Trainer::build(&root, n, false, !lab)?));
     }
 
@@ -114,7 +114,7 @@ pub fn run(args: Args) -> Result<()> {
     let not_comparable = timing.not_comparable()?;
     drop(timing);
 
-    let title = |p: &RecordProfile| format!("#{} ({scale}, {})", p.record, p.device);
+    let title = |p: &RecordProfile| format!("{} ({scale}, {})", p.record, p.device);
     if let Some(why) = &not_comparable {
         println!("Times NOT COMPARABLE: {why}");
     }
@@ -159,7 +159,7 @@ fn print_stages(title: &str, stages: &[StageTable], format: FormatArg) {
 fn log_line(p: &RecordProfile) -> String {
     let times: Vec<String> = p.log_step_ms.iter().map(|t| format!("{t:.0}")).collect();
     format!(
-        "#{}: the trainer's own clock for the traced steps (profiler on): {} ms",
+        "{}: the trainer's own clock for the traced steps (profiler on): {} ms",
         p.record,
         times.join(", ")
     )
@@ -174,17 +174,16 @@ fn profile_one(
     scale: &str,
     run: &Path,
 ) -> Result<RecordProfile> {
-    let n = m.record.number;
-    let out = run.join(format!("{n:02}"));
+    let n = m.id();
+    let out = run.join(n.slug());
     let budget = m.budget(scale == "lab");
-    let window =
-        args.at.window(budget, args.warmup, args.steps).with_context(|| format!("#{n}"))?;
+    let window = args.at.window(budget, args.warmup, args.steps).with_context(|| format!("{n}"))?;
     let dir = out.join("trace");
     // The record's own budget and schedule, stopped after the traced steps.
     let cmd = t.cmd(m, scale, data, &out, scale != "lab").stop_after(window.stop);
     let cmd = cmd.profile(&dir, args.steps);
     info!(
-        "records: profiling #{n}: steps {}-{} of its {budget} traced, {} rank(s)",
+        "records: profiling {n}: steps {}-{} of its {budget} traced, {} rank(s)",
         window.skip + 1,
         window.stop,
         args.ranks
@@ -194,18 +193,18 @@ fn profile_one(
             // On a CPU, Kineto's probe for GPUs fails by design; its error line is noise.
             let probe = scale == "lab" && line.text.contains(KINETO_GPU_PROBE);
             if line.stream == Stream::Stderr && !probe {
-                info!("[#{n} rank {}] {}", line.rank, line.text);
+                info!("[{n} rank {}] {}", line.rank, line.text);
             }
         })
-        .map_err(|e| anyhow::anyhow!("record #{n}: {e}"))
+        .map_err(|e| anyhow::anyhow!("record {n}: {e}"))
     })?;
     let traces: Vec<PathBuf> = (0..args.ranks)
-        .map(|r| PathBuf::from(format!("{n:02}/trace/trace-rank{r}.json")))
+        .map(|r| PathBuf::from(format!("{}/trace/trace-rank{r}.json", n.slug())))
         .collect();
     let (log, log_step_ms, steps) = step("parse", n, || -> Result<_> {
         let log = runlog::parse_file(&out.join("train.log"))?;
         let times = bench::step_times(&log, window.skip)
-            .with_context(|| format!("record #{n}: {}", out.display()))?;
+            .with_context(|| format!("record {n}: {}", out.display()))?;
         Ok((log, times, trace::read(&run.join(&traces[0]))?))
     })?;
     Ok(RecordProfile {

@@ -1,7 +1,7 @@
 //! `records replay N`: build record N's trainer, run its ranks, print the verdict.
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use records::catalog::{Manifest, TARGET_VAL_LOSS};
+use records::catalog::{Manifest, RecordId, TARGET_VAL_LOSS};
 use records::data::corpora;
 use records::logging::step;
 use records::present::plot::{self, Chart, XAxis};
@@ -20,9 +20,10 @@ use std::path::Path;
 pub struct Args {
     #[command(flatten)]
     pub places: super::RunPlaces,
-    /// Record number: one of the series' (`records list`) or any upstream record inside a step
-    /// (`records list --all`), its tree at its own commit and its own recipe.
-    pub record: u32,
+    /// Record: one of the catalog's (`records list`: 29, or a3 for Act 1's third step) or any
+    /// upstream record inside a step (`records list --all`), its tree at its own commit and its
+    /// own recipe.
+    pub record: RecordId,
     /// Step budget [default: the record's, from its manifest: `[lab] steps` at lab scale
     /// (proportional to its official steps: #29 250, #46 323), `record.steps` at full scale].
     #[arg(long, value_parser = positive::<u64>)]
@@ -76,7 +77,7 @@ pub struct Args {
 impl Args {
     /// The replay that measures this CPU's lab target: reference record `n` at lab scale over
     /// its whole budget, one rank, its own seed and tree; places and output as `a`'s.
-    fn reference(a: &Args, n: u32) -> Args {
+    fn reference(a: &Args, n: RecordId) -> Args {
         Args {
             places: a.places.clone(),
             record: n,
@@ -157,7 +158,7 @@ pub fn run(args: Args) -> Result<()> {
     if measuring && !self_measures {
         let t = lab_target.as_ref().expect("measuring a lab target");
         tracing::info!(
-            "records: this CPU ({cpu}) has no lab target yet; replaying #{} once to measure it",
+            "records: this CPU ({cpu}) has no lab target yet; replaying {} once to measure it",
             t.record
         );
         run(Args::reference(&args, t.record))?;
@@ -171,16 +172,15 @@ pub fn run(args: Args) -> Result<()> {
     // Upstream's rule: a record must beat its parent re-timed on the same hardware.
     let parent_manifest = match args.baseline {
         true => {
-            let n = m
-                .record
-                .parent
-                .with_context(|| format!("record {} has no parent to re-time", args.record))?;
+            let n = m.record.parent.with_context(|| {
+                format!("record {} has no parent to re-time", args.record.bare())
+            })?;
             Some(catalog.replayable(&root, n)?)
         }
         false => None,
     };
     let parent = match &parent_manifest {
-        Some(p) => Some((p.as_ref(), Trainer::build(&root, p.record.number, false, cuda)?)),
+        Some(p) => Some((p.as_ref(), Trainer::build(&root, p.id(), false, cuda)?)),
         None => None,
     };
     let this = (m, Trainer::build(&root, args.record, args.head, cuda)?);
@@ -201,9 +201,9 @@ pub fn run(args: Args) -> Result<()> {
         let seed =
             args.seed.map(|s| s + u64::from(i)).or((i > 0).then(|| seed_of(m) + u64::from(i)));
         let run = |(m, t): &(&Manifest, Trainer), name: String| -> Result<Option<runlog::RunLog>> {
-            let number = m.record.number;
+            let number = m.id();
             tracing::info!(
-                "records: #{number} run {}/{} at {scale} scale, {} rank(s) per node ({steps} steps, data {})",
+                "records: {number} run {}/{} at {scale} scale, {} rank(s) per node ({steps} steps, data {})",
                 i + 1,
                 args.runs,
                 nproc,
@@ -250,6 +250,10 @@ pub fn run(args: Args) -> Result<()> {
     }
     let target = lab_target.as_ref().map_or(target, |t| t.val_loss);
     let mut verdict = Verdict::new(&logs, target, m.record.official_time_s, steps)?;
+    if !m.id().is_main() {
+        let hardware = m.record.track.def().hardware.replacen('x', "×", 1);
+        verdict = verdict.official_on(Some(hardware));
+    }
     if let Some(t) = &lab_target {
         verdict = verdict.at_lab_scale().target_from(Some(t.describe())).on_cpu(&cpu);
     }
@@ -257,9 +261,9 @@ pub fn run(args: Args) -> Result<()> {
         verdict = verdict.with_baseline(&baseline_logs);
     }
     verdict = verdict.time_not_comparable(not_comparable);
-    println!("\n#{} {} ({scale} scale; target {target})", m.record.number, m.record.title);
+    println!("\n{} {} ({scale} scale; target {target})", m.id(), m.record.title);
     print!("{}", verdict.render(args.format.into()));
-    plot_runs(m.record.number, &logs, lab, target, !args.no_plot);
+    plot_runs(m.id(), &logs, lab, target, !args.no_plot);
     let json = serde_json::to_string_pretty(&verdict)?;
     corpus::fs::write_atomic(&pending.dir().join("verdict.json"), json.as_bytes())?;
     let dest = pending.commit()?;
@@ -271,7 +275,7 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 /// The runs' val curves in the terminal, against the target they were judged by.
-fn plot_runs(number: u32, logs: &[runlog::RunLog], lab: bool, target: f64, enabled: bool) {
+fn plot_runs(number: RecordId, logs: &[runlog::RunLog], lab: bool, target: f64, enabled: bool) {
     let runs: Vec<(String, &[runlog::ValPoint])> =
         logs.iter().enumerate().map(|(i, l)| (format!("run {}", i + 1), &l.val[..])).collect();
     let chart = Chart::runs(number, &runs, lab, Some(target), XAxis::Step);

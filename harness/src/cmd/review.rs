@@ -7,9 +7,9 @@ use records::present::review;
 /// then the evidence (official logs and this machine's replays).
 #[derive(clap::Args)]
 pub struct Args {
-    /// Record number (see `records list`), or an upstream record inside one's step (its one
+    /// Record (see `records list`: 29, a3), or an upstream record inside one's step (its one
     /// commit; `records list --all`).
-    pub record: u32,
+    pub record: records::catalog::RecordId,
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     pub format: super::FormatArg,

@@ -1,11 +1,13 @@
 //! `records series`: check the patch series, edit it as a git history, capture a new record.
 use anyhow::Context;
 use clap::Subcommand;
+use records::catalog::{RecordId, Track};
 use records::series::check::Intermediate;
 use records::{paths, series};
 use std::path::PathBuf;
 
-/// The patch series: every record's trainer is the checkout with newer patches reversed.
+/// The patch series: every main record's trainer is the checkout with newer patches reversed;
+/// every Act 1 step's is #1's with the steps' patches applied.
 #[derive(clap::Args)]
 pub struct Args {
     #[command(subcommand)]
@@ -14,11 +16,13 @@ pub struct Args {
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Prove the series: every tree materializes and every patch re-applies to give it exactly.
+    /// Prove the series: every tree of every track materializes and every patch re-applies to
+    /// give it exactly.
     Check {
-        /// Also compile every record's tree (`cargo check -p trainer`; a full release build of
-        /// the first and the newest record), and build three trees of upstream records inside
-        /// the steps (a different three each day) and have each read its own recipe.
+        /// Also compile every record's tree, every track's (`cargo check -p trainer`; a full
+        /// release build of the first and the newest main record and each track's newest), and
+        /// build three trees of upstream records inside the steps (a different three each day)
+        /// and have each read its own recipe.
         #[arg(long)]
         build: bool,
         /// With --build: every upstream record's tree, not three (45 builds; the full proof).
@@ -28,8 +32,9 @@ pub enum Command {
     /// Write record N's trainer tree to target/records/trees/NN/ (or --out DIR) and print its
     /// path.
     Tree {
-        /// Record number (see `records list`).
-        record: u32,
+        /// Record (see `records list`): 29, or a3 for Act 1's third step; or an upstream record
+        /// inside a step (`records list --all`).
+        record: RecordId,
         /// Write the tree here instead: a new or empty folder, or one holding a tree written
         /// before (it is replaced).
         #[arg(long, value_name = "DIR")]
@@ -40,16 +45,29 @@ pub enum Command {
     Export {
         /// A new or empty folder for the git repository.
         dir: PathBuf,
+        /// The track whose series is exported (only the main track's can be, for now).
+        #[arg(long, default_value = "main")]
+        track: Track,
     },
     /// Rewrite patches/ and the checkout's trainer files from an exported (edited) repo.
     Import {
         /// The repository `records series export` wrote (and you edited).
         dir: PathBuf,
+        /// The track whose series is imported (only the main track's can be, for now).
+        #[arg(long, default_value = "main")]
+        track: Track,
+    },
+    /// Write the tree ids of a branching track's records (Act 1's) into their manifests
+    /// (`[record] tree`), as its patches now give them.
+    RecordTrees {
+        /// The track: act1. (The main track's ids are written by import and capture.)
+        #[arg(long)]
+        track: Track,
     },
     /// Make patches/NN.patch for the newest record from this repo's commits REV..HEAD.
     Capture {
-        /// The newest record's number; its patch is written.
-        record: u32,
+        /// The newest main record's number; its patch is written.
+        record: RecordId,
         /// The last commit before the record's work.
         #[arg(long, value_name = "REV")]
         since: String,
@@ -79,7 +97,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             series::materialize_into(&root, record, &dir)?;
             println!("{}", dir.display());
         }
-        Command::Export { dir } => {
+        Command::Export { track, .. } | Command::Import { track, .. } if !track.is_main() => {
+            anyhow::bail!(
+                "--track {track}: export and import edit the main track's series only, for now; \
+                 {}'s patches are git mailboxes of their commits (edit them with git am and git \
+                 format-patch), and `records series record-trees --track {track}` records their \
+                 trees",
+                track.def().name
+            )
+        }
+        Command::RecordTrees { track } => {
+            let changed = series::recorded::record_track(&root, track)?;
+            match changed.as_slice() {
+                [] => println!("every tree id of {} was already recorded", track.def().name),
+                _ => println!(
+                    "recorded the tree of {} (records/*.toml [record] tree)",
+                    records::catalog::show_ids(changed)
+                ),
+            }
+        }
+        Command::Export { dir, .. } => {
             let n = series::export::export(&root, &dir)?;
             println!(
                 "exported {n} commit(s) to {}; edit with git, then `records series import {}`",
@@ -87,7 +124,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 dir.display()
             );
         }
-        Command::Import { dir } => {
+        Command::Import { dir, .. } => {
             let done = series::export::import(&root, &dir)
                 .with_context(|| format!("importing {}", dir.display()))?;
             for (record, commits) in &done.patches {

@@ -1,7 +1,7 @@
 //! `records show N`: one record's facts, evidence and recipe.
 use records::catalog::manifest_text;
 use records::catalog::upstream_recipe::{self, Step};
-use records::catalog::{SERIES, TARGET_VAL_LOSS};
+use records::catalog::{RecordId, SERIES, TARGET_VAL_LOSS};
 use records::paths;
 use records::present::figures;
 use records::present::plot::{self, Chart, XAxis};
@@ -13,8 +13,9 @@ use records::verdict::stats;
 /// it (with its comments).
 #[derive(clap::Args)]
 pub struct Args {
-    /// Record number (see `records list`), or an upstream record inside one's step (`list --all`).
-    pub record: u32,
+    /// Record (see `records list`: 29, a3), or an upstream record inside one's step
+    /// (`list --all`).
+    pub record: RecordId,
     /// Show the recipe that actually runs at lab scale, as the record's own trainer resolves it
     /// (builds that trainer first, like `replay`; an upstream record's, its commit's tree).
     #[arg(long)]
@@ -32,8 +33,9 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let root = paths::repo_root()?;
     let catalog = super::load_catalog(&root, Some(args.record))?;
-    if !SERIES.contains(&args.record) {
-        if let Some(step) = upstream_recipe::step(&catalog, args.record) {
+    let id = args.record;
+    if id.is_main() && !SERIES.contains(&id.n) {
+        if let Some(step) = upstream_recipe::step(&catalog, id.n) {
             // Its own tree (its commit of the step) and recipe, as `replay K` runs them.
             let m = catalog.replayable(&root, args.record)?;
             let params = args.params.then(|| lab_recipe::params(&root, &m)).transpose()?;
@@ -41,14 +43,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             show_upstream(&step);
             if let Some(text) = params {
                 println!(
-                    "\n# Each parameter of #{} at full scale, as a GPU run holds it",
+                    "\n# Each parameter of {} at full scale, as a GPU run holds it",
                     args.record
                 );
                 print_params(&text);
             }
             if let Some(recipe) = lab {
                 println!(
-                    "\n# The recipe #{} runs at lab scale, as its tree resolves it",
+                    "\n# The recipe {} runs at lab scale, as its tree resolves it",
                     args.record
                 );
                 println!("{}", recipe.trim_end());
@@ -61,9 +63,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // What needs a trainer built comes first, so its build messages never land mid-output.
     let params = args.params.then(|| lab_recipe::params(&root, m)).transpose()?;
     let lab = args.lab.then(|| lab_recipe::resolved(&root, m, "lab")).transpose()?;
-    println!("Record #{}: {}", r.number, r.title);
+    println!("Record {}: {}", m.id(), r.title);
     let pr = r.pr.map_or("none".to_string(), |p| format!("#{p}"));
-    println!("  upstream PR   {pr}  ({})", r.link);
+    match r.track {
+        records::catalog::Track::Main => println!("  upstream PR   {pr}  ({})", r.link),
+        _ => println!("  source        {}", r.link),
+    }
     println!("  date          {}", r.date);
     println!("  authors       {}", r.authors.join(", "));
     println!(
@@ -74,7 +79,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     );
     println!("  steps         {}  ({} tokens)", r.steps, r.tokens);
     if let Some(p) = r.parent {
-        println!("  parent        #{p}");
+        println!("  parent        {p}");
     }
     println!("  logs          {}", r.upstream_folder);
     println!("\n{}", r.claim.trim());
@@ -92,11 +97,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         &e.train_times_s,
     );
     if let Some(text) = params {
-        println!("\n# Each parameter of #{} at full scale, as a GPU run holds it", r.number);
+        println!("\n# Each parameter of {} at full scale, as a GPU run holds it", m.id());
         print_params(&text);
     }
     if let Some(recipe) = lab {
-        println!("\n# The recipe #{} runs at lab scale, as its trainer resolves it", r.number);
+        println!("\n# The recipe {} runs at lab scale, as its trainer resolves it", m.id());
         println!("{}", recipe.trim_end());
     } else {
         println!("\n{}", manifest_text::table_as_written(&m.path, "recipe")?);
@@ -125,8 +130,9 @@ fn show_upstream(step: &Step) {
     }
     let commit = step.holder.upstream.iter().position(|r| r.number == u.number).unwrap_or(0) + 1;
     let (k, h) = (u.number, holder.number);
-    let walk =
-        holder.parent.map_or(String::new(), |p| format!(", `records walk {p} {h}` the whole step"));
+    let walk = holder
+        .parent
+        .map_or(String::new(), |p| format!(", `records walk {} {h}` the whole step", p.bare()));
     println!(
         "  in the lab    commit {commit} of record #{h}'s step (patches/{h:02}.patch): `records review {k}` shows it, `records replay {k}` runs its tree and recipe{walk}"
     );

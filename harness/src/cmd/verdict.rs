@@ -2,7 +2,7 @@
 //! own GPU runs of `train_gpt.py`.
 use super::FormatArg;
 use anyhow::{bail, Context, Result};
-use records::catalog::{Catalog, TARGET_VAL_LOSS};
+use records::catalog::{Catalog, RecordId, TARGET_VAL_LOSS};
 use records::run::lab_target::{self, Target};
 use records::verdict::runlog::{self, RunLog};
 use records::verdict::Verdict;
@@ -91,10 +91,11 @@ fn target_of(paths: &[PathBuf], logs: &[RunLog]) -> Result<(f64, Option<String>)
     let mut chosen: Option<(f64, Option<String>, &Path)> = None;
     for (path, log) in paths.iter().zip(logs) {
         let (target, from) = if log.header_value("scale") == Some("lab") {
-            let record = log.header_value("record").unwrap_or("?");
-            let n: u32 = record.parse().map_err(|_| {
+            let record = log.record().unwrap_or("?");
+            let key = if log.header_value("record_id").is_some() { "record_id" } else { "record" };
+            let n: RecordId = record.parse().map_err(|_| {
                 anyhow::anyhow!(
-                    "{}: a lab-scale log (`# scale: lab`) of no known record (`# record: {record}`); \
+                    "{}: a lab-scale log (`# scale: lab`) of no known record (`# {key}: {record}`); \
                      give --target",
                     path.display()
                 )
@@ -112,7 +113,7 @@ fn target_of(paths: &[PathBuf], logs: &[RunLog]) -> Result<(f64, Option<String>)
                 })?);
             }
             let (catalog, results) = catalog.as_ref().expect("loaded above");
-            catalog.get(n).with_context(|| format!("{}: `# record: {n}`", path.display()))?;
+            catalog.get(n).with_context(|| format!("{}: `# {key}: {record}`", path.display()))?;
             // The CPU it ran on, as its replay's verdict.json says; else this machine's.
             let (cpu, whose) = match replay_cpu(path) {
                 Some(cpu) => (cpu, "its replay's verdict.json names the CPU"),
@@ -122,7 +123,7 @@ fn target_of(paths: &[PathBuf], logs: &[RunLog]) -> Result<(f64, Option<String>)
             };
             let t = Target::of(catalog, results, n, &cpu)?;
             let from = format!(
-                "{} (the log says `# scale: lab` and `# record: {n}`; {whose})",
+                "{} (the log says `# scale: lab` and `# {key}: {record}`; {whose})",
                 t.describe()
             );
             (t.val_loss, Some(from))

@@ -2,7 +2,7 @@
 //! steps too, replayed at lab scale at B's budget with the same seeds, interleaved seed by seed;
 //! a table and charts of what each one bought.
 use anyhow::{Context, Result};
-use records::catalog::Manifest;
+use records::catalog::{Manifest, RecordId};
 use records::data::corpora;
 use records::present::plot::{self, svg};
 use records::present::walk as show;
@@ -21,10 +21,10 @@ pub struct Args {
     #[command(flatten)]
     pub places: super::RunPlaces,
     /// The first record (#29 or later: a record of the series or an upstream record inside one,
-    /// `records list --all`); its loss is where the deltas start.
-    pub from: u32,
-    /// The last record; its lab budget is the walk's.
-    pub to: u32,
+    /// `records list --all`; or an Act 1 step, a1); its loss is where the deltas start.
+    pub from: RecordId,
+    /// The last record, of the same track; its lab budget is the walk's.
+    pub to: RecordId,
     /// Runs per record, seeds seed, seed+1, ... (the same for every record): the deltas then
     /// print with their spread.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
@@ -59,7 +59,7 @@ pub fn run(args: Args) -> Result<()> {
     // Each stop's tree id (materializing is cheap; a build waits until a run needs it).
     let mut stops = Vec::new();
     for (i, m) in manifests.iter().enumerate() {
-        let n = m.record.number;
+        let n = m.id();
         let dir = series::materialize(&root, n)?;
         let tree = std::fs::read_to_string(dir.join(series::tree::MARKER))?.trim().to_string();
         let (changed, same_math) = walk::changed(&catalog, n, i == 0);
@@ -93,7 +93,7 @@ pub fn run(args: Args) -> Result<()> {
         .collect::<Result<_>>()?;
     let missing = plan.iter().flatten().filter(|(_, kept)| kept.is_none()).count();
     println!(
-        "walk #{} -> #{}: {} records x {} seed(s) at {steps} lab steps; {missing} run(s) to do, {} kept",
+        "walk {} -> {}: {} records x {} seed(s) at {steps} lab steps; {missing} run(s) to do, {} kept",
         args.from,
         args.to,
         stops.len(),
@@ -115,7 +115,7 @@ pub fn run(args: Args) -> Result<()> {
     };
 
     // Interleaved: every record's run with one seed, then the next seed.
-    let mut trainers: BTreeMap<u32, Trainer> = BTreeMap::new();
+    let mut trainers: BTreeMap<RecordId, Trainer> = BTreeMap::new();
     for (&seed, runs) in seeds.iter().zip(plan) {
         for ((s, m), (dir, kept)) in stops.iter_mut().zip(&manifests).zip(runs) {
             let run = match kept {
@@ -131,7 +131,7 @@ pub fn run(args: Args) -> Result<()> {
                 }
             };
             println!(
-                "#{:<3} seed {seed}: val {:.4} at step {steps}  {}",
+                "{:<4} seed {seed}: val {:.4} at step {steps}  {}",
                 s.number, run.val_loss, s.changed
             );
             s.runs.push(run);
@@ -169,7 +169,7 @@ fn one_run(
         std::fs::remove_dir_all(&tmp)?;
     }
     let cmd = t.cmd(m, "lab", data, &tmp, false).steps(steps).seed(seed).header("walk=1");
-    tracing::info!("records: #{} seed {seed}, {steps} lab steps", m.record.number);
+    tracing::info!("records: {} seed {seed}, {steps} lab steps", m.id());
     super::replay::watch(&t.bin, cmd.args(), 1, &LaunchOpts::default(), steps)?;
     walk::keep_run(&tmp, dir, seed)
 }

@@ -5,7 +5,7 @@
 //! credited to the upstream record and its authors (the manifest's facts), not to whoever
 //! committed the port.
 use crate::catalog::upstream_recipe::{self, Step};
-use crate::catalog::{Catalog, Manifest, Note, SERIES, TARGET_VAL_LOSS};
+use crate::catalog::{Catalog, Manifest, Note, RecordId, Track, SERIES, TARGET_VAL_LOSS};
 use crate::present::diff::Paint;
 use crate::present::figures;
 use crate::series::mailbox::Commit;
@@ -23,10 +23,10 @@ pub use crate::present::table::Format;
 pub type Spot = (usize, usize, usize, usize);
 
 /// Renders the review of record `n`.
-pub fn render(root: &Path, n: u32, format: Format, paint: Paint) -> Result<String> {
+pub fn render(root: &Path, n: RecordId, format: Format, paint: Paint) -> Result<String> {
     let catalog = Catalog::load(root)?;
-    if let Some(step) = (!SERIES.contains(&n)).then(|| upstream_recipe::step(&catalog, n)).flatten()
-    {
+    let inside = n.is_main() && !SERIES.contains(&n.n);
+    if let Some(step) = inside.then(|| upstream_recipe::step(&catalog, n.n)).flatten() {
         return render_upstream(root, &step, format, paint);
     }
     let series = Series::load(root)?;
@@ -44,7 +44,7 @@ pub fn render(root: &Path, n: u32, format: Format, paint: Paint) -> Result<Strin
     writeln!(out, "{}\n", m.record.claim.trim())?;
     section(&mut out, "Changes", md, paint);
     if commits.is_empty() {
-        writeln!(out, "Record #{n} is the base of the series: it has no patch.\n")?;
+        writeln!(out, "Record {n} is the base of the series: it has no patch.\n")?;
     }
     for (k, (c, files)) in commits.iter().zip(&parsed).enumerate() {
         let credit = upstream_credit(m, &c.subject);
@@ -94,21 +94,23 @@ pub fn render(root: &Path, n: u32, format: Format, paint: Paint) -> Result<Strin
 /// patch with the notes that land in it.
 fn render_upstream(root: &Path, step: &Step, format: Format, paint: Paint) -> Result<String> {
     let (m, u) = (step.holder, step.row);
-    let n = m.record.number;
+    let n = m.id();
     let series = Series::load(root)?;
     let commits = &series.record(n)?.commits;
     let parsed: Vec<Vec<FilePatch>> =
         commits.iter().map(|c| patch::parse(&c.diff)).collect::<Result<_, _>>()?;
     let (placed, _) = place_notes(&m.notes, &parsed);
     let k = (series.upstream_commit(u.number).filter(|(r, ..)| *r == n).map(|(_, k, _)| k))
-        .with_context(|| format!("no commit of patches/{n}.patch ports upstream #{}", u.number))?;
+        .with_context(|| {
+            format!("no commit of patches/{}.patch ports upstream #{}", n.bare(), u.number)
+        })?;
     let md = format == Format::Markdown;
     let paint = if md { Paint(false) } else { paint };
     let mut out = String::new();
     section(&mut out, &format!("Upstream #{}: {}", u.number, u.title), md, paint);
     writeln!(
         out,
-        "{}, {}, {} on 8xH100 (upstream's); commit {} of {} in record #{n}'s patch\n",
+        "{}, {}, {} on 8xH100 (upstream's); commit {} of {} in record {n}'s patch\n",
         u.credit(),
         u.date,
         u.time_text,
@@ -135,30 +137,31 @@ fn header(out: &mut String, m: &Manifest, parent: Option<&Manifest>, md: bool, p
         None => r.link.clone(),
     };
     let mut time = format!("{} ({})", r.official_time_text, figures::secs(r.official_time_s));
-    if let Some(p) = parent {
+    // Times on other hardware (a1 on 2×RTX 4090 against #1 on 8×H100) do not compare.
+    if let Some(p) = parent.filter(|p| p.record.hardware == r.hardware) {
         let d = r.official_time_s - p.record.official_time_s;
         time.push_str(&format!(
-            ", {} ({}) vs #{} ({})",
+            ", {} ({}) vs {} ({})",
             figures::secs_delta(d),
             figures::pct_delta(100.0 * d / p.record.official_time_s),
-            p.record.number,
+            p.id(),
             figures::secs(p.record.official_time_s)
         ));
     }
     let rows = [
-        ("PR", pr),
+        (if r.track.is_main() { "PR" } else { "Source" }, pr),
         ("Authors", r.authors.join(", ")),
         ("Date", r.date.clone()),
         ("Official time", time),
         ("Steps", r.steps.to_string()),
     ];
     if md {
-        out.push_str(&format!("# Record #{}: {}\n\n", r.number, r.title));
+        out.push_str(&format!("# Record {}: {}\n\n", r.id(), r.title));
         for (k, v) in rows {
             out.push_str(&format!("- **{k}:** {v}\n"));
         }
     } else {
-        out.push_str(&paint.bold(&format!("Record #{}: {}", r.number, r.title)));
+        out.push_str(&paint.bold(&format!("Record {}: {}", r.id(), r.title)));
         out.push('\n');
         for (k, v) in rows {
             out.push_str(&format!("  {:<16}{v}\n", format!("{k}:")));
@@ -169,18 +172,20 @@ fn header(out: &mut String, m: &Manifest, parent: Option<&Manifest>, md: bool, p
 
 /// Whose change a commit ports: the upstream record its subject names (`#31: ...`) when the
 /// manifest lists it (`upstream #31 · PR #122 by @classiclarryd, 09/10/25, 2.656 minutes`),
-/// else the record's own: `record #29 · upstream PR #118 by @varunneal, 2025-09-03`.
+/// else the record's own: `record #29 · upstream PR #118 by @varunneal, 2025-09-03` (an Act 1
+/// step's: `record a3 · <its post> by Tyler Romero, 2024-...`).
 pub fn upstream_credit(m: &Manifest, subject: &str) -> String {
     let named = crate::series::mailbox::upstream_number(subject);
     if let Some(u) = m.upstream.iter().find(|u| Some(u.number) == named) {
         return format!("upstream #{} · {}, {}, {}", u.number, u.credit(), u.date, u.time_text);
     }
     let r = &m.record;
-    let source = match r.pr {
-        Some(pr) => format!("upstream PR #{pr}"),
-        None => format!("upstream {}", r.link),
+    let source = match (r.pr, r.track) {
+        (Some(pr), Track::Main) => format!("upstream PR #{pr}"),
+        (None, Track::Main) => format!("upstream {}", r.link),
+        (_, _) => r.link.clone(),
     };
-    format!("record #{} · {source} by {}, {}", r.number, r.authors.join(", "), r.date)
+    format!("record {} · {source} by {}, {}", r.id(), r.authors.join(", "), r.date)
 }
 
 /// Anchors each note at a body line of the patch whose line, followed through the later
@@ -351,12 +356,7 @@ fn evidence(
     if let Some((p, s)) =
         parent.and_then(|p| stats::Summary::of(&p.evidence.train_times_s).map(|s| (p, s)))
     {
-        writeln!(
-            out,
-            "{bullet}parent #{}: train time mean {}",
-            p.record.number,
-            figures::secs(s.mean)
-        )?;
+        writeln!(out, "{bullet}parent {}: train time mean {}", p.id(), figures::secs(s.mean))?;
     }
     if !e.val_curve.is_empty() {
         // At most nine points: every k-th one and the last.
@@ -373,9 +373,9 @@ fn evidence(
     }
     out.push('\n');
     out.push_str(&sub("This machine", md, paint));
-    let runs = replay_summaries(root, m.record.number);
+    let runs = replay_summaries(root, m.id());
     if runs.is_empty() {
-        writeln!(out, "{bullet}no replay results yet; run `records replay {}`", m.record.number)?;
+        writeln!(out, "{bullet}no replay results yet; run `records replay {}`", m.id().bare())?;
     }
     for (run, fields) in runs {
         writeln!(out, "{bullet}{run}: {fields}")?;
@@ -392,8 +392,8 @@ fn sub(title: &str, md: bool, paint: Paint) -> String {
 }
 
 /// One line per replay under `results/<NN>/` (its `verdict.json`), oldest first.
-fn replay_summaries(root: &Path, n: u32) -> Vec<(String, String)> {
-    let dir = crate::paths::results_dir(root).join(format!("{n:02}"));
+fn replay_summaries(root: &Path, n: RecordId) -> Vec<(String, String)> {
+    let dir = crate::paths::results_dir(root).join(n.slug());
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return Vec::new();
     };

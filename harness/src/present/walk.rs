@@ -4,8 +4,14 @@
 use super::figures::{loss, loss_delta, secs, secs_delta};
 use super::plot::{Chart, Curve, Source, Target, XAxis, YAxis};
 use super::table::{Format, Table};
+use crate::catalog::RecordId;
 use crate::run::walk::Walk;
 use crate::verdict::stats;
+
+/// The hardware of the official times of the walk's track: 8×H100 on the main track.
+fn hardware(walk: &Walk) -> String {
+    walk.from.track.def().hardware.replacen('x', "×", 1)
+}
 
 /// The table's header, for `walk` of `runs` seeds at `steps`.
 pub fn header(walk: &Walk) -> [String; 6] {
@@ -14,7 +20,7 @@ pub fn header(walk: &Walk) -> [String; 6] {
     [
         "record".to_string(),
         "what changed".to_string(),
-        "official (8×H100)".to_string(),
+        format!("official ({})", hardware(walk)),
         "Δ official".to_string(),
         format!("lab val @{} (ours{per})", walk.steps),
         "Δ lab (ours, paired by seed)".to_string(),
@@ -40,7 +46,7 @@ pub fn rows(walk: &Walk) -> Vec<[String; 6]> {
                 ),
             };
             [
-                format!("#{} {}", s.number, s.title),
+                format!("{} {}", s.number, s.title),
                 changed,
                 secs(s.official_s),
                 d_official,
@@ -55,7 +61,7 @@ pub fn rows(walk: &Walk) -> Vec<[String; 6]> {
 pub fn total(walk: &Walk) -> String {
     let (a, b) = (&walk.stops[0], &walk.stops[walk.stops.len() - 1]);
     format!(
-        "#{} -> #{}: official {} ({} -> {}), lab val loss {} at {} steps (ours, {}).",
+        "{} -> {}: official {} ({} -> {}), lab val loss {} at {} steps (ours, {}).",
         a.number,
         b.number,
         secs_delta(b.official_s - a.official_s),
@@ -100,7 +106,7 @@ fn spread(x: &[f64], f: fn(f64) -> String) -> String {
 
 /// The three largest lab moves, each against the noise where several seeds measure it.
 pub fn moves(walk: &Walk) -> String {
-    let mut d: Vec<(u32, f64, Option<f64>)> = (1..walk.stops.len())
+    let mut d: Vec<(RecordId, f64, Option<f64>)> = (1..walk.stops.len())
         .map(|i| {
             let x = walk.deltas(i);
             (walk.stops[i].number, stats::mean(&x).unwrap_or(0.0), stats::std(&x))
@@ -111,8 +117,8 @@ pub fn moves(walk: &Walk) -> String {
         .iter()
         .take(3)
         .map(|(n, m, sd)| match sd.filter(|_| walk.seeds.len() > 1) {
-            Some(sd) => format!("#{n} {} (sd {sd:.4})", loss_delta(*m)),
-            None => format!("#{n} {}", loss_delta(*m)),
+            Some(sd) => format!("{n} {} (sd {sd:.4})", loss_delta(*m)),
+            None => format!("{n} {}", loss_delta(*m)),
         })
         .collect();
     let noise = match walk.seeds.len() {
@@ -133,7 +139,7 @@ fn clip(s: &str, n: usize) -> String {
 /// upstream's record time (official), both by record number.
 pub fn charts(walk: &Walk, lab_target: Option<f64>) -> [Chart; 2] {
     let by_record = |f: &dyn Fn(&crate::run::walk::Stop) -> f64| -> Vec<(f64, f64)> {
-        walk.stops.iter().map(|s| (f64::from(s.number), f(s))).collect()
+        walk.stops.iter().map(|s| (f64::from(s.number.n), f(s))).collect()
     };
     let mut curves = vec![Curve {
         label: format!("lab val loss at step {} (mean)", walk.steps),
@@ -148,7 +154,7 @@ pub fn charts(walk: &Walk, lab_target: Option<f64>) -> [Chart; 2] {
         }));
     }
     let loss = Chart {
-        title: format!("#{} -> #{}: lab val loss at equal steps", walk.from, walk.to),
+        title: format!("{} -> {}: lab val loss at equal steps", walk.from, walk.to),
         x: XAxis::Record,
         y: YAxis::ValLoss,
         source: Source::OursLab,
@@ -160,12 +166,12 @@ pub fn charts(walk: &Walk, lab_target: Option<f64>) -> [Chart; 2] {
         x_note: Some(format!("ours: {}", walk.cpu)),
     };
     let time = Chart {
-        title: format!("#{} -> #{}: official record time", walk.from, walk.to),
+        title: format!("{} -> {}: official record time", walk.from, walk.to),
         x: XAxis::Record,
         y: YAxis::Seconds,
         source: Source::Official,
         curves: vec![Curve {
-            label: "record time (8×H100)".into(),
+            label: format!("record time ({})", hardware(walk)),
             points: by_record(&|s| s.official_s),
             markers: true,
         }],
@@ -182,7 +188,7 @@ mod tests {
 
     fn stop(n: u32, same: bool, official: f64, losses: &[f64]) -> Stop {
         Stop {
-            number: n,
+            number: n.into(),
             title: format!("record {n}"),
             changed: if same { "same math".into() } else { format!("key{n}") },
             same_math: same,
@@ -198,8 +204,8 @@ mod tests {
     #[test]
     fn deltas_are_paired_by_seed_and_the_table_marks_same_math() {
         let walk = Walk {
-            from: 54,
-            to: 56,
+            from: 54.into(),
+            to: 56.into(),
             steps: 240,
             seeds: vec![0, 1],
             cpu: "cpu X".into(),

@@ -9,6 +9,7 @@
 //! `warmup` steps before the window are left out. Ratios are of median step times measured in
 //! the same rounds; they are what compares across machines, the absolute times are this
 //! machine's.
+use crate::catalog::RecordId;
 use crate::verdict::runlog::RunLog;
 use crate::verdict::stats;
 use anyhow::{bail, Context, Result};
@@ -166,9 +167,9 @@ pub fn quantile(x: &[f64], q: f64) -> Option<f64> {
 
 /// What one record's runs measured, round by round.
 pub struct Samples {
-    pub record: u32,
+    pub record: RecordId,
     pub title: String,
-    pub parent: Option<u32>,
+    pub parent: Option<RecordId>,
     /// The git tree id of the trainer that ran.
     pub tree: String,
     /// Step times (ms) of each round's run.
@@ -186,7 +187,7 @@ pub struct Samples {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Ratio {
     /// The record compared with.
-    pub of: u32,
+    pub of: RecordId,
     /// Median step time of this record over the other's.
     pub median: f64,
     /// The same ratio, round by round (medians of each round).
@@ -196,9 +197,9 @@ pub struct Ratio {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RecordBench {
-    pub record: u32,
+    pub record: RecordId,
     pub title: String,
-    pub parent: Option<u32>,
+    pub parent: Option<RecordId>,
     pub tree: String,
     pub ms_per_step: Spread,
     /// Median step time of each round.
@@ -253,12 +254,13 @@ pub struct Bench {
 impl Bench {
     /// Summarises `samples` (one per record, in the order benched). `first` is the series' first
     /// record, the common reference of every ratio.
-    pub fn new(setup: Setup, samples: &[Samples], first: u32) -> Result<Bench> {
+    pub fn new(setup: Setup, samples: &[Samples], first: impl Into<RecordId>) -> Result<Bench> {
+        let first = first.into();
         let mut records = Vec::new();
         for s in samples {
             let all: Vec<f64> = s.rounds.concat();
             let Some(ms) = Spread::of(&all) else {
-                bail!("record #{}: no timed steps", s.record);
+                bail!("record {}: no timed steps", s.record);
             };
             let round_medians_ms = s.rounds.iter().filter_map(|r| stats::median(r)).collect();
             let tokens_per_s = s.tokens as f64 / (all.iter().sum::<f64>() / 1e3);
@@ -267,7 +269,7 @@ impl Bench {
                 (Some(peak), Some(p)) => Some(6.0 * p as f64 * tokens_per_s / (peak * 1e12)),
                 _ => None,
             };
-            let against = |other: Option<u32>| {
+            let against = |other: Option<RecordId>| {
                 let o = samples.iter().find(|o| Some(o.record) == other && o.record != s.record)?;
                 ratio(s, o)
             };
@@ -321,7 +323,7 @@ impl Bench {
             let m = &r.ms_per_step;
             let _ = write!(
                 o,
-                "| #{} | {}-{} of {} | {:.0} | {:.1} | {:.1}-{:.1} | {:.1} | {:.0} | {} | {} |",
+                "| {} | {}-{} of {} | {:.0} | {:.1} | {:.1}-{:.1} | {:.1} | {:.0} | {} | {} |",
                 r.record,
                 r.window.skip + 1,
                 r.window.stop,
@@ -372,7 +374,7 @@ fn ratio(s: &Samples, o: &Samples) -> Option<Ratio> {
 
 fn show_ratio(r: Option<&Ratio>) -> String {
     match r {
-        Some(r) => format!("{:.2}x #{} ({:.2}-{:.2})", r.median, r.of, r.rounds_min, r.rounds_max),
+        Some(r) => format!("{:.2}x {} ({:.2}-{:.2})", r.median, r.of, r.rounds_min, r.rounds_max),
         None => "-".to_string(),
     }
 }
@@ -464,13 +466,13 @@ mod tests {
             at: "first".into(),
             peak_tflops: None,
         };
-        let a = sample(1, None, vec![vec![100.0, 100.0], vec![200.0, 200.0]]);
-        let b = sample(29, Some(1), vec![vec![150.0, 150.0], vec![300.0, 300.0]]);
+        let a = sample(1.into(), None, vec![vec![100.0, 100.0], vec![200.0, 200.0]]);
+        let b = sample(29.into(), Some(1.into()), vec![vec![150.0, 150.0], vec![300.0, 300.0]]);
         let bench = Bench::new(setup, &[a, b], 1).unwrap();
         let (one, new) = (&bench.records[0], &bench.records[1]);
         assert!(one.ratio_to_first.is_none(), "no ratio of a record to itself");
         let r = new.ratio_to_first.as_ref().unwrap();
-        assert_eq!((r.of, r.median, r.rounds_min, r.rounds_max), (1, 1.5, 1.5, 1.5));
+        assert_eq!((r.of, r.median, r.rounds_min, r.rounds_max), (1.into(), 1.5, 1.5, 1.5));
         assert_eq!(new.ratio_to_parent, new.ratio_to_first);
         // 4,000 tokens in 0.9 s.
         assert!((new.tokens_per_s - 4000.0 / 0.9).abs() < 1e-9, "{}", new.tokens_per_s);

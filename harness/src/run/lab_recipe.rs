@@ -19,14 +19,14 @@ pub const PRINT_PARAMS: &str = "--print-params";
 /// Builds record `m`'s own trainer (or reuses its build) and asks it for its recipe at `scale`
 /// (`lab` or `full`).
 pub fn resolved(root: &Path, m: &Manifest, scale: &str) -> Result<String> {
-    let t = Trainer::build(root, m.record.number, false, false)?;
+    let t = Trainer::build(root, m.id(), false, false)?;
     ask(&t.bin, &m.path, scale, PRINT_RECIPE)
 }
 
 /// Record `m`'s parameters at full scale as a GPU run holds them, from the newest trainer (it
 /// runs every record's recipe; older trees have no such flag): one tab-separated row each.
 pub fn params(root: &Path, m: &Manifest) -> Result<String> {
-    let newest = *Series::load(root)?.numbers().last().context("the series has no record")?;
+    let newest = Series::load(root)?.newest();
     let t = Trainer::build(root, newest, false, false)?;
     ask(&t.bin, &m.path, "full", PRINT_PARAMS)
 }

@@ -1,8 +1,8 @@
 //! The lab target of this machine's CPU.
 //!
 //! As 3.28 is upstream's target, the lab's is what a reference record reaches at the end of its
-//! lab budget: #1 for itself, #29 for the modern records (`[lab_target]` in their manifests
-//! says which). libtorch's CPU kernels round differently by CPU model (#29 ends at 1.8096 on
+//! lab budget: #1 for itself, #29 for the modern records, a1 for Act 1's steps (`[lab_target]`
+//! in their manifests says which). libtorch's CPU kernels round differently by CPU model (#29 ends at 1.8096 on
 //! one 2-core EPYC and 1.8063 on a Xeon), so a target is one CPU's: it is measured on this CPU
 //! the first time a lab verdict needs it (a replay of the reference record over its whole
 //! budget, one rank, its own seed), then kept with the CPU's name and the reference record's
@@ -10,7 +10,7 @@
 //! changed reference tree (its `tree =` in the manifest) needs its target measured again. The manifest's figure is
 //! the reference machine's (the README's numbers); it judges a run only where this CPU has no
 //! target of its own (a shortened run, a log from an unknown CPU), and the verdict says so.
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, RecordId};
 use anyhow::{Context, Result};
 use corpus::fs::write_atomic;
 use serde::{Deserialize, Serialize};
@@ -48,11 +48,11 @@ fn describe_cpu(cpuinfo: &str, cores: usize) -> String {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Measured {
     pub cpu: String,
-    /// The reference record whose replay measured it (1 or 29), and its tree id.
-    pub record: u32,
+    /// The reference record whose replay measured it (1, 29 or a1), and its tree id.
+    pub record: RecordId,
     pub tree: String,
     pub val_loss: f64,
-    /// The replay's run id under `results/<NN>/`.
+    /// The replay's run id under `results/<NN>/` (`results/a1/`).
     pub run: String,
 }
 
@@ -86,7 +86,7 @@ pub fn keep(results: &Path, m: Measured) -> Result<()> {
 }
 
 /// The tree id of reference record `record`, as its manifest records it.
-pub fn reference_tree(catalog: &Catalog, record: u32) -> Result<String> {
+pub fn reference_tree(catalog: &Catalog, record: RecordId) -> Result<String> {
     let m = catalog.get(record)?;
     m.record.tree.clone().with_context(|| {
         format!("{}: no record.tree, so its lab target cannot be kept", m.path.display())
@@ -97,8 +97,8 @@ pub fn reference_tree(catalog: &Catalog, record: u32) -> Result<String> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Target {
     pub val_loss: f64,
-    /// The reference record (1 or 29).
-    pub record: u32,
+    /// The reference record (1, 29 or a1).
+    pub record: RecordId,
     /// Measured on `cpu`, or `None`: the manifest's figure from the reference machine.
     pub measured: Option<Measured>,
     pub cpu: String,
@@ -107,7 +107,12 @@ pub struct Target {
 impl Target {
     /// The target record `n` is judged against on `cpu`: the one measured there, else the
     /// manifest's reference figure.
-    pub fn of(catalog: &Catalog, results: &Path, n: u32, cpu: &str) -> Result<Target> {
+    pub fn of(
+        catalog: &Catalog,
+        results: &Path,
+        n: impl Into<RecordId>,
+        cpu: &str,
+    ) -> Result<Target> {
         let (reference, record) = catalog.lab_target_of(n)?;
         let tree = reference_tree(catalog, record)?;
         let measured = load(results)?
@@ -123,7 +128,7 @@ impl Target {
     }
 
     /// The target this run measures: its own final loss.
-    pub fn measured_by(record: u32, m: Measured) -> Target {
+    pub fn measured_by(record: RecordId, m: Measured) -> Target {
         Target { val_loss: m.val_loss, record, cpu: m.cpu.clone(), measured: Some(m) }
     }
 
@@ -132,13 +137,14 @@ impl Target {
         let r = self.record;
         match &self.measured {
             Some(m) => format!(
-                "#{r}'s lab result on {} (replay {}, kept in lab-targets.json)",
+                "{r}'s lab result on {} (replay {}, kept in lab-targets.json)",
                 self.cpu, m.run
             ),
             None => format!(
-                "records/{r:02}.toml's [lab_target], measured on another machine (see its \
+                "records/{}.toml's [lab_target], measured on another machine (see its \
                  `measured`); {} has no lab target of its own yet: a whole-budget lab replay of \
-                 #{r} measures it",
+                 {r} measures it",
+                r.slug(),
                 self.cpu
             ),
         }
@@ -165,7 +171,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let m = |cpu: &str, tree: &str, loss: f64| Measured {
             cpu: cpu.into(),
-            record: 29,
+            record: 29.into(),
             tree: tree.into(),
             val_loss: loss,
             run: "r".into(),

@@ -73,7 +73,11 @@ const FINISHED: &str = "verdict.json";
 impl PendingResults {
     /// `<results>/<NN>/<run id>`, the id being the UTC time of the start (sortable), the
     /// process id and `label`. Temp folders that earlier replays left are swept first.
-    pub fn new(results: &Path, record: u32, label: &str) -> Result<PendingResults> {
+    pub fn new(
+        results: &Path,
+        record: crate::catalog::RecordId,
+        label: &str,
+    ) -> Result<PendingResults> {
         sweep(results);
         let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs();
         let id = format!(
@@ -81,7 +85,7 @@ impl PendingResults {
             crate::series::date::compact_utc(secs as i64),
             std::process::id()
         );
-        PendingResults::in_dir(&results.join(format!("{record:02}")), &id)
+        PendingResults::in_dir(&results.join(record.slug()), &id)
     }
 
     /// `<dir>/<id>`, written as `<dir>/<TMP_PREFIX><id>` until committed.

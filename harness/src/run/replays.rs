@@ -1,7 +1,7 @@
 //! This machine's replays of a record, read back from `results/<NN>/<run id>/`: the verdict
 //! (`verdict.json`) and each run's val curve (`metrics.jsonl`, written by the trainer into the
 //! run id folder or its `run-K/` subfolders; `baseline-K/` runs belong to the parent record).
-use crate::catalog::Manifest;
+use crate::catalog::{Manifest, RecordId};
 use crate::verdict::runlog::ValPoint;
 use crate::verdict::Verdict;
 use anyhow::{Context, Result};
@@ -30,11 +30,11 @@ pub struct RunCurve {
     pub val: Vec<ValPoint>,
 }
 
-/// The replays of record `n` under `results`, oldest first; none when the folder is missing.
-/// Half-written folders (`.tmp-*`) are skipped. A metrics.jsonl that does not parse is an error
-/// naming its file and line.
-pub fn of_record(results: &Path, n: u32) -> Result<Vec<Replay>> {
-    let dir = results.join(format!("{n:02}"));
+/// The replays of record `n` under `results` (`results/29/`, `results/a3/`), oldest first; none
+/// when the folder is missing. Half-written folders (`.tmp-*`) are skipped. A metrics.jsonl that
+/// does not parse is an error naming its file and line.
+pub fn of_record(results: &Path, n: impl Into<RecordId>) -> Result<Vec<Replay>> {
+    let dir = results.join(n.into().slug());
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return Ok(Vec::new());
     };
@@ -103,7 +103,7 @@ pub fn lab_result<'a>(replays: &'a [Replay], m: &Manifest) -> Option<&'a Replay>
 
 /// [`lab_result`] of `m`'s record among its replays under `results`.
 pub fn lab_result_in(results: &Path, m: &Manifest) -> Result<Option<Replay>> {
-    Ok(lab_result(&of_record(results, m.record.number)?, m).cloned())
+    Ok(lab_result(&of_record(results, m.id())?, m).cloned())
 }
 
 /// The newest lab replay shortened by `--steps`: what `list` and the site show, saying so, for

@@ -2,7 +2,7 @@
 //! trainer, `--head`), and the one command line `replay`, `bench` and `profile` give it, each
 //! adding only what is its own (a step budget, a stop, a profile, a seed).
 use super::replay::build_trainer;
-use crate::catalog::Manifest;
+use crate::catalog::{Manifest, RecordId};
 use crate::logging::step;
 use crate::series;
 use anyhow::Result;
@@ -21,7 +21,8 @@ pub struct Trainer {
 
 impl Trainer {
     /// Record `n`'s own trainer, or with `head` the checkout's (the newest trainer).
-    pub fn build(root: &Path, n: u32, head: bool, cuda: bool) -> Result<Trainer> {
+    pub fn build(root: &Path, n: impl Into<RecordId>, head: bool, cuda: bool) -> Result<Trainer> {
+        let n = n.into();
         let (dir, tree_id) = if head {
             let id = series::tree::worktree_tree(&series::apply::scratch_repo()?, root)?;
             (root.to_path_buf(), id.to_string())
@@ -30,7 +31,7 @@ impl Trainer {
             let id = std::fs::read_to_string(dir.join(series::tree::MARKER))?.trim().to_string();
             (dir, id)
         };
-        tracing::info!("records: building the trainer of #{n} in {} ...", dir.display());
+        tracing::info!("records: building the trainer of {n} in {} ...", dir.display());
         let bin = step("build", n, || build_trainer(root, &dir, head, cuda))?;
         Ok(Trainer { dir, tree_id, bin })
     }
@@ -51,9 +52,20 @@ impl Trainer {
         if !cuda {
             cmd.args.push("--cpu".into());
         }
-        cmd.header(format!("tree={} ({})", self.tree_id, self.dir.display()))
+        let cmd = cmd.header(format!("tree={} ({})", self.tree_id, self.dir.display()));
+        // The trainer names the record by its manifest's file stem read as a number, which an
+        // id off the main track (a3) is not: the harness names it.
+        match m.id() {
+            id if id.is_main() => cmd,
+            id => cmd.header(format!("{RECORD_ID}={}", id.slug())),
+        }
     }
 }
+
+/// The log header (`# record_id: a3`) that names a record off the main track, whose manifest's
+/// file stem the trainer's own `# record:` cannot read as a number; see
+/// [`crate::verdict::runlog::RunLog::record`].
+pub const RECORD_ID: &str = "record_id";
 
 /// The trainer's arguments (`train --help` has them all).
 pub struct TrainerCmd {

@@ -1,13 +1,14 @@
 //! `records walk A B`: every record of the series from A to B (the upstream records inside the
 //! steps too) at lab scale, all at one step budget (B's) and the same seeds, so that the change
-//! each one made shows as a delta of the val loss at equal steps.
+//! each one made shows as a delta of the val loss at equal steps. A walk stays on one track:
+//! `walk a1 a6` stops at every Act 1 step.
 //!
 //! Each run is kept under `<results>/walk/NN/<key>/` (`run.json` beside the trainer's log and
 //! metrics), keyed by everything that decides its losses: the tree id, the recipe and `[lab]`
 //! the manifest gives, the budget and the seed. A later walk over a covered range reuses it; a
 //! changed tree or recipe is run again. The walk itself is written to
 //! `<results>/walk/A-B-<steps>/walk.json` for the site.
-use crate::catalog::{upstream_recipe, Catalog, Manifest};
+use crate::catalog::{upstream_recipe, Catalog, Manifest, RecordId, Track};
 use crate::verdict::{runlog, stats};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -17,7 +18,7 @@ use std::path::{Path, PathBuf};
 /// One record along a walk and its runs, one per seed.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Stop {
-    pub number: u32,
+    pub number: RecordId,
     pub title: String,
     /// What it changed: the recipe keys its row set, "same math", or "" for the walk's start.
     pub changed: String,
@@ -46,8 +47,8 @@ pub struct Run {
 /// A walk from record `from` to `to`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Walk {
-    pub from: u32,
-    pub to: u32,
+    pub from: RecordId,
+    pub to: RecordId,
     pub steps: u64,
     pub seeds: Vec<u64>,
     /// The CPU that ran it (lab figures differ by CPU).
@@ -77,13 +78,24 @@ impl Walk {
         paired(&self.stops[0], &self.stops[self.stops.len() - 1])
     }
 
-    /// Where it is written: `<results>/walk/A-B-<steps>/`.
-    pub fn dir(results: &Path, from: u32, to: u32, steps: u64) -> PathBuf {
+    /// Where it is written: `<results>/walk/A-B-<steps>/` (`62-63-7`, `a1-a6-250`).
+    pub fn dir(
+        results: &Path,
+        from: impl Into<RecordId>,
+        to: impl Into<RecordId>,
+        steps: u64,
+    ) -> PathBuf {
+        let (from, to) = (from.into().bare(), to.into().bare());
         results.join("walk").join(format!("{from}-{to}-{steps}"))
     }
 
     /// The walk from `from` to `to` kept under `results` at `steps`, if one was written.
-    pub fn load(results: &Path, from: u32, to: u32, steps: u64) -> Result<Option<Walk>> {
+    pub fn load(
+        results: &Path,
+        from: impl Into<RecordId>,
+        to: impl Into<RecordId>,
+        steps: u64,
+    ) -> Result<Option<Walk>> {
         let path = Walk::dir(results, from, to, steps).join("walk.json");
         match std::fs::read_to_string(&path) {
             Ok(text) => {
@@ -96,11 +108,11 @@ impl Walk {
 
     /// Every walk kept under `results` that ends at `to` and starts at `from`, at any budget:
     /// the newest written first.
-    pub fn kept(results: &Path, from: u32, to: u32) -> Result<Vec<Walk>> {
+    pub fn kept(results: &Path, from: RecordId, to: RecordId) -> Result<Vec<Walk>> {
         let Ok(entries) = std::fs::read_dir(results.join("walk")) else {
             return Ok(Vec::new());
         };
-        let prefix = format!("{from}-{to}-");
+        let prefix = format!("{}-{}-", from.bare(), to.bare());
         let mut found = Vec::new();
         for e in entries {
             let name = e?.file_name().to_string_lossy().into_owned();
@@ -124,36 +136,65 @@ fn paired(a: &Stop, b: &Stop) -> Vec<f64> {
 }
 
 /// The records a walk from `from` to `to` visits, oldest first: `from`, then every record of
-/// the series and every upstream record inside a step after it, up to `to`.
-pub fn stops(catalog: &Catalog, from: u32, to: u32) -> Result<Vec<u32>> {
-    let series = catalog.records().iter().map(|m| m.record.number);
-    let inside = catalog.inside_steps().into_iter().map(|(_, u)| u.number);
-    let mut all: Vec<u32> = series.chain(inside).collect();
+/// its track and, on the main track, every upstream record inside a step after it, up to `to`.
+pub fn stops(
+    catalog: &Catalog,
+    from: impl Into<RecordId>,
+    to: impl Into<RecordId>,
+) -> Result<Vec<RecordId>> {
+    let (from, to) = (from.into(), to.into());
+    let (a, b) = (from.bare(), to.bare());
+    let series = catalog.records().iter().map(Manifest::id);
+    let inside = catalog.inside_steps().into_iter().map(|(_, u)| RecordId::main(u.number));
+    let mut all: Vec<RecordId> = series.chain(inside).collect();
     all.sort_unstable();
     for n in [from, to] {
         if !all.contains(&n) {
             bail!(
-                "{n} is neither a record of the series nor an upstream record inside one \
-                 (`records list --all`)"
+                "{} is neither a record of the series nor an upstream record inside one \
+                 (`records list --all`)",
+                n.bare()
             );
         }
     }
-    if from >= to {
-        bail!("walk {from} {to}: the first record must be older than the second");
-    }
-    if from < crate::catalog::LAB_STEPS_ANCHOR.0 {
+    if from.track != to.track {
         bail!(
-            "walk {from} {to}: a walk starts at #{} or later (#1 has a lab target and a shape of \
+            "walk {a} {b}: a walk stays on one track ({from} is on {}, {to} on {}); walk each \
+             track's records, or set the two against each other with `records diff {a} {b}`",
+            from.track.def().name,
+            to.track.def().name
+        );
+    }
+    if from >= to {
+        bail!("walk {a} {b}: the first record must be older than the second");
+    }
+    if from < from.anchor() {
+        bail!(
+            "walk {a} {b}: a walk starts at {} or later (#1 has a lab target and a shape of \
              its own; `records replay 29 --baseline` sets it against #29)",
-            crate::catalog::LAB_STEPS_ANCHOR.0
+            from.anchor()
         );
     }
     Ok(all.into_iter().filter(|&n| (from..=to).contains(&n)).collect())
 }
 
-/// What stop `n` changed against the stop before it, and whether it is the same math.
-pub fn changed(catalog: &Catalog, n: u32, first: bool) -> (String, bool) {
-    match upstream_recipe::step(catalog, n).filter(|_| !first) {
+/// What stop `n` changed against the stop before it, and whether it is the same math: an
+/// upstream record's row, or for a record off the main track the recipe keys it changed.
+pub fn changed(catalog: &Catalog, n: RecordId, first: bool) -> (String, bool) {
+    if first {
+        return (String::new(), false);
+    }
+    if n.track != Track::Main {
+        let Ok(m) = catalog.get(n) else { return (String::new(), false) };
+        let Some(Ok(p)) = m.record.parent.map(|p| catalog.get(p)) else {
+            return (String::new(), false);
+        };
+        let keys: Vec<&str> = (upstream_recipe::changes(&p.recipe, &m.recipe).into_iter())
+            .map(|(k, ..)| k.as_str())
+            .collect();
+        return (keys.join(", "), false);
+    }
+    match upstream_recipe::step(catalog, n.n) {
         Some(s) => (s.summary(), s.row.same_math.is_some()),
         None => (String::new(), false),
     }
@@ -192,9 +233,9 @@ pub fn run_key(m: &Manifest, tree: &str, steps: u64, seed: u64) -> Result<String
     Ok(format!("{:.12}-{:.12}-{steps}-seed{seed}", tree, recipe))
 }
 
-/// Where record `n`'s run with `key` is kept.
-pub fn run_dir(results: &Path, n: u32, key: &str) -> PathBuf {
-    results.join("walk").join(format!("{n:02}")).join(key)
+/// Where record `n`'s run with `key` is kept: `walk/29/<key>`, `walk/a3/<key>`.
+pub fn run_dir(results: &Path, n: impl Into<RecordId>, key: &str) -> PathBuf {
+    results.join("walk").join(n.into().slug()).join(key)
 }
 
 /// The kept run at `dir`, if one was finished there.

@@ -1,6 +1,7 @@
 //! Applying one commit's diff to a tree with libgit2 (no fuzz, all or nothing), and saying
 //! exactly which record, commit, file and hunk failed when it does not apply.
 use super::patch::{self, FilePatch};
+use crate::catalog::RecordId;
 use git2::{ApplyOptions, Diff, Odb, Oid, Repository};
 use std::cell::RefCell;
 use thiserror::Error;
@@ -17,7 +18,7 @@ pub enum Direction {
 /// The commit being applied, for error messages.
 #[derive(Debug, Clone)]
 pub struct Step<'a> {
-    pub record: u32,
+    pub record: RecordId,
     /// 1-based position in the record's patch, and the patch's commit count.
     pub commit: usize,
     pub commits: usize,
@@ -29,7 +30,7 @@ pub struct Step<'a> {
 pub enum ApplyError {
     #[error("{}: {file}: {}{reason}; {}", step_text(.record, .commit, .subject, .direction), hunk_text(.hunk), hint(.record))]
     Hunk {
-        record: u32,
+        record: RecordId,
         commit: String,
         subject: String,
         direction: Direction,
@@ -40,7 +41,7 @@ pub enum ApplyError {
     },
     #[error("{}: {error}; {}", step_text(.record, .commit, .subject, .direction), hint(.record))]
     Parse {
-        record: u32,
+        record: RecordId,
         commit: String,
         subject: String,
         direction: Direction,
@@ -51,20 +52,26 @@ pub enum ApplyError {
     Git(#[from] git2::Error),
 }
 
-fn step_text(record: &u32, commit: &str, subject: &str, direction: &Direction) -> String {
+fn step_text(record: &RecordId, commit: &str, subject: &str, direction: &Direction) -> String {
     let verb = match direction {
         Direction::Forward => "does not apply to the parent's tree",
         Direction::Reverse => "does not reverse-apply to the newer tree",
     };
-    format!("record #{record}, patches/{record:02}.patch commit {commit} {subject:?} {verb}")
+    format!("record {record}, patches/{}.patch commit {commit} {subject:?} {verb}", record.slug())
 }
 
 fn hunk_text(hunk: &Option<String>) -> String {
     hunk.as_ref().map(|h| format!("hunk `{h}`: ")).unwrap_or_default()
 }
 
-fn hint(record: &u32) -> String {
-    format!("fix the hunk in patches/{record:02}.patch (or edit the series with `records series export`/`import`)")
+fn hint(record: &RecordId) -> String {
+    let edit = match record.track {
+        crate::catalog::Track::Main => {
+            " (or edit the series with `records series export`/`import`)"
+        }
+        _ => "",
+    };
+    format!("fix the hunk in patches/{}.patch{edit}", record.slug())
 }
 
 /// A repository that lives in memory: trees are computed without touching the disk.
@@ -76,6 +83,8 @@ pub fn scratch_repo() -> Result<Repository, git2::Error> {
 
 /// Applies `diff` (one commit of a record's patch, as written) to `tree` in the given
 /// direction, returning the new tree.
+// The error is the patch's whole location, built once per failure; `SeriesError` boxes it.
+#[allow(clippy::result_large_err)]
 pub fn apply(repo: &Repository, tree: Oid, diff: &str, step: &Step) -> Result<Oid, ApplyError> {
     let files = patch::parse(diff).map_err(|error| ApplyError::Parse {
         record: step.record,

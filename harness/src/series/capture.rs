@@ -1,17 +1,36 @@
 //! `records series capture NN --since REV`: a new record's patch from this checkout's own
 //! history. The commits in REV..HEAD become the patch's commits (trainer files only; commits
-//! that touch no trainer file are skipped), authors, dates and messages kept.
+//! that touch no trainer file are skipped), authors, dates and messages kept. The main track's
+//! only: the checkout's trainer is its newest record's.
 use super::{mailbox, mailbox::Commit, patch_path, tree};
+use crate::catalog::{RecordId, Track};
 use anyhow::{bail, Context, Result};
 use corpus::fs::write_atomic;
 use git2::{Repository, Sort};
 use std::path::{Path, PathBuf};
 
 /// Writes `patches/NN.patch` from REV..HEAD; returns its path and commit count.
-pub fn capture(root: &Path, record: u32, since: &str, force: bool) -> Result<(PathBuf, usize)> {
+pub fn capture(
+    root: &Path,
+    record: impl Into<RecordId>,
+    since: &str,
+    force: bool,
+) -> Result<(PathBuf, usize)> {
+    let record = record.into();
+    if !record.is_main() {
+        bail!(
+            "capture makes a main record's patch from this checkout's history (the checkout's \
+             trainer is the newest main record's); {}'s patches/{}.patch is a git mailbox of the \
+             commits on its parent's tree (git format-patch), and `records series record-trees \
+             --track {}` records its trees",
+            record.track.def().name,
+            record.slug(),
+            record.track.key()
+        );
+    }
     let newest = newest_manifest(root)?;
     if record != newest {
-        bail!("record #{record} is not the newest record (#{newest}); the checkout's trainer is the newest record's, so only #{newest} can be captured");
+        bail!("record {record} is not the newest record ({newest}); the checkout's trainer is the newest record's, so only {newest} can be captured");
     }
     let path = patch_path(root, record);
     if path.exists() && !force {
@@ -48,9 +67,9 @@ pub fn capture(root: &Path, record: u32, since: &str, force: bool) -> Result<(Pa
     Ok((path, commits.len()))
 }
 
-fn newest_manifest(root: &Path) -> Result<u32> {
+fn newest_manifest(root: &Path) -> Result<RecordId> {
     let catalog = crate::catalog::Catalog::load(root)?;
-    match catalog.chain().last() {
+    match catalog.chain().iter().rfind(|r| r.track == Track::Main) {
         Some(&n) => Ok(n),
         None => {
             bail!("{} holds no manifest; add records/NN.toml first", root.join("records").display())

@@ -1,9 +1,12 @@
 //! `records series check`: every record's tree materializes, re-applying its patch to the
-//! parent's tree gives exactly its tree, its notes point at real lines, its upstream rows add up
-//! to its recipe (where they carry recipes), and (with `build`) every tree compiles.
+//! parent's tree gives exactly its tree (a branching track's: reverse-applying it gives the
+//! parent's), its notes point at real lines, its upstream rows add up to its recipe (where they
+//! carry recipes), a branching track's files under src/model/, src/optim/ and src/data/ are
+//! HEAD's where HEAD has them (but those its manifest lists), and (with `build`) every tree
+//! compiles.
 use super::{apply, build, patch_path, recorded, tree, tree_dir, Series};
 use crate::catalog::upstream_recipe::{self, Rows};
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, RecordId};
 use crate::run::{lab_recipe, trainer_cmd::Trainer};
 use anyhow::{bail, Context, Error, Result};
 use git2::{Oid, Repository};
@@ -12,7 +15,7 @@ use std::path::Path;
 /// What was checked for one record.
 #[derive(Debug, Clone)]
 pub struct Checked {
-    pub record: u32,
+    pub record: RecordId,
     pub commits: usize,
     pub added: usize,
     pub removed: usize,
@@ -43,20 +46,25 @@ pub fn check(
         bail!("{}", b.error);
     }
     let series = Series::load(root)?;
+    if let Some((_, why)) = series.unloaded().first() {
+        bail!("{why}");
+    }
     stray_patches(root, &series.numbers())?;
     for r in series.records() {
         scope(root, r)?;
     }
     let repo = apply::scratch_repo()?;
     let first = series.numbers()[0];
-    let trees = recorded::trees(&catalog, &series, &repo, first)?;
+    let trees = recorded::all_trees(&catalog, &series, &repo)?;
+    // The checkout's trainer: the newest record's with head.patch's additions.
+    let head = super::tree::worktree_tree(&repo, root)?;
     let mut out = Vec::new();
-    for (i, r) in series.records().iter().enumerate() {
+    for r in series.records() {
         let manifest = catalog.get(r.number)?;
-        let parent = i.checked_sub(1).map(|p| series.records()[p].number);
+        let parent = series.parent(r.number)?;
         if manifest.record.parent != parent {
             bail!(
-                "{}: record.parent = {:?} but the chain puts {:?} before #{}; add the missing manifest or fix the parent",
+                "{}: record.parent = {:?} but the chain puts {:?} before {}; add the missing manifest or fix the parent",
                 manifest.path.display(),
                 manifest.record.parent,
                 parent,
@@ -64,17 +72,33 @@ pub fn check(
             );
         }
         let tree = trees[&r.number];
-        if let Some(p) = parent {
-            let got = *series.forward(&repo, r.number, trees[&p])?.last().unwrap_or(&trees[&p]);
-            if got != tree {
-                let file = first_difference(&repo, got, tree)?;
-                bail!(
-                    "record #{}: {} applied to #{p}'s tree does not give #{}'s tree ({file} differs); the patch is not exactly reversible, regenerate it with `records series export`/`import`",
-                    r.number,
-                    patch_path(root, r.number).display(),
-                    r.number
-                );
+        match parent {
+            Some(p) if r.number.is_main() => {
+                let got = *series.forward(&repo, r.number, trees[&p])?.last().unwrap_or(&trees[&p]);
+                if got != tree {
+                    let file = first_difference(&repo, got, tree)?;
+                    bail!(
+                        "record {}: {} applied to {p}'s tree does not give {}'s tree ({file} differs); the patch is not exactly reversible, regenerate it with `records series export`/`import`",
+                        r.number,
+                        patch_path(root, r.number).display(),
+                        r.number
+                    );
+                }
             }
+            // A branching track's trees are made forward: the patch must also undo exactly.
+            Some(p) => {
+                let got = reverse(&repo, r, tree)?;
+                if got != trees[&p] {
+                    let file = first_difference(&repo, got, trees[&p])?;
+                    bail!(
+                        "record {}: {} reverse-applied to {}'s tree does not give {p}'s tree ({file} differs); the patch is not exactly reversible, regenerate it (git format-patch)",
+                        r.number,
+                        patch_path(root, r.number).display(),
+                        r.number
+                    );
+                }
+            }
+            None => {}
         }
         check_notes(&repo, tree, manifest)?;
         check_rows_are_commits(root, r, manifest)?;
@@ -83,6 +107,14 @@ pub fn check(
             None => Rows::NotYet,
         };
         let rows_note = match (parent, rows) {
+            (Some(_), _) if !r.number.is_main() => {
+                let chain = series.chain(r.number.track);
+                let newest = trees[&chain[chain.len() - 1].number];
+                let base = series.parent(chain[0].number)?.map(|b| trees[&b]);
+                let base = base.context("a branching track starts from a main record")?;
+                let n = check_head_reuse(root, &repo, (head, base, newest), r, manifest)?;
+                format!(", HEAD's shared files reused ({n} listed as differing)")
+            }
             (Some(_), Rows::Proven(n)) => format!(", the {n} upstream rows add up to its recipe"),
             (Some(_), Rows::NotYet) => ", upstream rows without recipes".to_string(),
             (None, _) => String::new(),
@@ -93,7 +125,7 @@ pub fn check(
             (acc.0 + a, acc.1 + d)
         });
         log(&format!(
-            "ok   #{:<3} {} commit(s), +{added} -{removed}, tree {:.10}{tree_note}{rows_note}",
+            "ok   {:<4} {} commit(s), +{added} -{removed}, tree {:.10}{tree_note}{rows_note}",
             r.number,
             r.commits.len(),
             tree.to_string()
@@ -102,17 +134,22 @@ pub fn check(
     }
     if build {
         let newest = series.newest();
+        // Each branching track's newest is built too (its replays start from it).
+        let tips: Vec<RecordId> = (series.branches().into_iter())
+            .filter_map(|(t, _)| series.chain(t).last().map(|r| r.number))
+            .collect();
         for r in series.numbers() {
             let dir = tree_dir(root, r);
             tree::write_dir(&repo, trees[&r], &dir)?;
             tree::write_head_manifests(root, &dir)?;
             // Release profile for both: libtorch's bindings (a minutes-long C++ build script)
             // then build once for all trees and their replays.
-            let action = if r == first || r == newest { "build" } else { "check" };
+            let action =
+                if r == first || r == newest || tips.contains(&r) { "build" } else { "check" };
             let args = [action, "--release", "--all-targets", "-p", "trainer"];
-            log(&format!("     #{r:<3} cargo {}", args.join(" ")));
+            log(&format!("     {r:<4} cargo {}", args.join(" ")));
             build::TreeBuild::start(root, &dir).and_then(|b| b.cargo(&args)).with_context(
-                || format!("record #{r}: its tree does not build; fix the record's patch"),
+                || format!("record {r}: its tree does not build; fix the record's patch"),
             )?;
         }
         let all: Vec<u32> = catalog.inside_steps().iter().map(|(_, u)| u.number).collect();
@@ -142,7 +179,7 @@ fn check_rows_are_commits(
             s.join(" ")
         };
         bail!(
-            "record #{}: {}'s commits port {} but {}'s [[upstream]] rows are {}; one commit per \
+            "record {}: {}'s commits port {} but {}'s [[upstream]] rows are {}; one commit per \
              row, in order, each subject starting \"#k:\"",
             r.number,
             patch_path(root, r.number).display(),
@@ -186,11 +223,11 @@ fn run_own_recipe(
     let (holder, i, _) = series.upstream_commit(k).context("an upstream step has its commit")?;
     let m = catalog.replayable(root, k)?;
     log(&format!(
-        "     upstream #{k:<3} (commit {} of #{holder}'s patch): build, read its recipe",
+        "     upstream #{k:<3} (commit {} of {holder}'s patch): build, read its recipe",
         i + 1
     ));
     let why = || {
-        format!("upstream #{k}: its tree (commit {} of #{holder}'s patch) does not build or run its own recipe; fix that commit", i + 1)
+        format!("upstream #{k}: its tree (commit {} of {holder}'s patch) does not build or run its own recipe; fix that commit", i + 1)
     };
     let t = Trainer::build(root, k, false, false).with_context(why)?;
     for scale in ["lab", "full"] {
@@ -204,7 +241,7 @@ fn run_own_recipe(
 fn scope(root: &Path, r: &super::Record) -> Result<()> {
     for (k, c) in r.commits.iter().enumerate() {
         let files = super::patch::parse(&c.diff).with_context(|| {
-            format!("record #{}: commit {}/{}", r.number, k + 1, r.commits.len())
+            format!("record {}: commit {}/{}", r.number, k + 1, r.commits.len())
         })?;
         if let Some(f) = files.iter().find(|f| !tree::is_trainer_path(f.path())) {
             bail!(
@@ -220,8 +257,9 @@ fn scope(root: &Path, r: &super::Record) -> Result<()> {
     Ok(())
 }
 
-/// Every `patches/NN.patch` needs a manifest, or it would silently drop out of the chain.
-fn stray_patches(root: &Path, chain: &[u32]) -> Result<()> {
+/// Every `patches/NN.patch` (`aN.patch`) needs a manifest, or it would silently drop out of the
+/// chain; `head.patch` is the checkout's own (see `Series`).
+fn stray_patches(root: &Path, chain: &[RecordId]) -> Result<()> {
     let dir = root.join("patches");
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return Ok(());
@@ -232,12 +270,96 @@ fn stray_patches(root: &Path, chain: &[u32]) -> Result<()> {
             continue;
         };
         if path.extension().is_some_and(|e| e == "patch")
-            && !stem.parse().is_ok_and(|n: u32| chain.contains(&n))
+            && stem != "head"
+            && !stem.parse().is_ok_and(|n: RecordId| chain.contains(&n) && n.slug() == stem)
         {
             bail!("{} has no manifest records/{stem}.toml, so it is not in the chain; add the manifest or remove the patch", path.display());
         }
     }
     Ok(())
+}
+
+/// `r`'s tree with its patch reverse-applied, newest commit first.
+fn reverse(repo: &Repository, r: &super::Record, mut tree: Oid) -> Result<Oid> {
+    for (k, c) in r.commits.iter().enumerate().rev() {
+        let step = apply::Step {
+            record: r.number,
+            commit: k + 1,
+            commits: r.commits.len(),
+            subject: &c.subject,
+            direction: apply::Direction::Reverse,
+        };
+        tree = apply::apply(repo, tree, &c.diff, &step)?;
+    }
+    Ok(tree)
+}
+
+/// Where a branching track's files must be HEAD's: the shared trainer's techniques.
+const SHARED: [&str; 3] = ["src/model/", "src/optim/", "src/data/"];
+
+/// A branching track (Act 1) reuses the shared trainer's techniques rather than copying them:
+/// every file `r`'s patch brings under src/model/, src/optim/ or src/data/ that its branch
+/// point's tree (`base`, #1's) lacks and the checkout's trainer (`head`) has at the same path
+/// must end, in the track's newest tree, as HEAD's byte for byte, unless the manifest's
+/// `differs_from_head` lists it; a listed file must be one of them and differ. (Files #1 has,
+/// such as the block's assembly, are the branch's own wiring.) Returns how many are listed.
+fn check_head_reuse(
+    root: &Path,
+    repo: &Repository,
+    (head, base, newest): (Oid, Oid, Oid),
+    r: &super::Record,
+    m: &crate::catalog::Manifest,
+) -> Result<usize> {
+    let (head_files, files) = (tree::files(repo, head)?, tree::files(repo, newest)?);
+    let base_files = tree::files(repo, base)?;
+    let mut touched = std::collections::BTreeSet::new();
+    for c in &r.commits {
+        for f in super::patch::parse(&c.diff)? {
+            touched.extend(f.new_path.filter(|p| SHARED.iter().any(|s| p.starts_with(s))));
+        }
+    }
+    let patch = patch_path(root, r.number);
+    let patch = patch.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
+    let listed = &m.record.differs_from_head;
+    let name = r.number.track.def().name;
+    let mut shared = Vec::new();
+    for path in &touched {
+        let (Some((_, at_head)), Some((_, ours))) = (head_files.get(path), files.get(path)) else {
+            continue; // the step's own file (HEAD has none), or removed again by a later commit
+        };
+        if base_files.contains_key(path.as_str()) {
+            continue; // #1's file, wired for the branch
+        }
+        shared.push(path);
+        let listed = listed.contains(path);
+        if at_head != ours && !listed {
+            bail!(
+                "{patch}'s {path} differs from HEAD's in the newest tree of its track: {name} \
+                 reuses the shared trainer's techniques; make {path} HEAD's byte for byte (a \
+                 change the step needs goes into the shared trainer, behind a recipe key that \
+                 defaults to off), or list it in {}'s [record] differs_from_head, with the \
+                 reason in a comment",
+                m.path.display()
+            );
+        }
+        if at_head == ours && listed {
+            bail!(
+                "{}: [record] differs_from_head lists {path}, but {}'s {path} is HEAD's byte \
+                 for byte; take it off the list",
+                m.path.display(),
+                r.number
+            );
+        }
+    }
+    if let Some(extra) = listed.iter().find(|p| !shared.contains(p)) {
+        bail!(
+            "{}: [record] differs_from_head lists {extra}, which {patch} does not add or change \
+             as a file HEAD has too under {}; take it off the list",
+            m.path.display(),
+            SHARED.join(", ")
+        );
+    }
+    Ok(listed.len())
 }
 
 fn first_difference(repo: &Repository, a: Oid, b: Oid) -> Result<String> {
@@ -256,14 +378,14 @@ fn check_notes(repo: &Repository, tree: Oid, manifest: &crate::catalog::Manifest
     for n in &manifest.notes {
         let where_ = format!("{}: note at {}:{}", manifest.path.display(), n.file, n.line);
         let Some((_, data)) = files.get(&n.file) else {
-            bail!("{where_}: the tree of #{} has no such file", manifest.record.number);
+            bail!("{where_}: the tree of {} has no such file", manifest.id());
         };
         let text = String::from_utf8_lossy(data);
         let Some(line) = text.lines().nth(n.line as usize - 1) else {
             bail!(
-                "{where_}: the file has only {} lines in the tree of #{}",
+                "{where_}: the file has only {} lines in the tree of {}",
                 text.lines().count(),
-                manifest.record.number
+                manifest.id()
             );
         };
         if let Some(anchor) = n.anchor.as_deref().filter(|a| !line.contains(a)) {

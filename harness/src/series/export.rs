@@ -4,9 +4,11 @@
 //! The export's root commit is the first record's tree; every later commit is one commit of a
 //! record's patch, oldest first, its message ending in a `Records-Patch: NN` trailer. On import a
 //! commit without the trailer joins the record of the commit before it (so a fixup or a new
-//! commit stays with its record); the trailer is stripped again.
+//! commit stays with its record); the trailer is stripped again. Only the main track's series is
+//! exported; a branching track's patches (Act 1's) are edited as they are, and
+//! `records series record-trees` records their trees.
 use super::{mailbox, mailbox::Commit, patch_path, tree, Series};
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, Track};
 use anyhow::{bail, Context, Result};
 use git2::{build::CheckoutBuilder, Oid, Repository, Signature, Time};
 use std::path::Path;
@@ -28,17 +30,17 @@ pub fn export(root: &Path, dir: &Path) -> Result<usize> {
     let base_sig = Signature::new("records", "records@localhost", &Time::new(0, 0))?;
     let title = &catalog.get(first)?.record.title;
     let msg =
-        format!("Record #{first}: {title}\n\nThe base of the series: record #{first}'s trainer.\n");
+        format!("Record {first}: {title}\n\nThe base of the series: record {first}'s trainer.\n");
     let mut head =
         repo.commit(None, &base_sig, &base_sig, &msg, &repo.find_tree(trees[&first])?, &[])?;
     let mut tree = trees[&first];
     let mut count = 1;
-    for r in &series.records()[1..] {
+    for r in &series.chain(Track::Main)[1..] {
         let after = series.forward(&repo, r.number, tree)?;
         for (c, t) in r.commits.iter().zip(after) {
             let sig = signature(c)
-                .with_context(|| format!("record #{}: commit {:?}", r.number, c.subject))?;
-            let message = format!("{}\n{TRAILER}: {}\n", c.message(), r.number);
+                .with_context(|| format!("record {}: commit {:?}", r.number, c.subject))?;
+            let message = format!("{}\n{TRAILER}: {}\n", c.message(), r.number.n);
             let parent = repo.find_commit(head)?;
             head = repo.commit(None, &sig, &sig, &message, &repo.find_tree(t)?, &[&parent])?;
             tree = t;
@@ -62,7 +64,7 @@ fn signature(c: &Commit) -> Result<Signature<'static>> {
 /// What an import wrote.
 #[derive(Debug)]
 pub struct Imported {
-    /// (record, commits) of every rewritten patch.
+    /// (main record, commits) of every rewritten patch.
     pub patches: Vec<(u32, usize)>,
     /// Trainer files of the checkout written or removed to match the export's tip.
     pub tip_changes: usize,
@@ -109,11 +111,11 @@ pub fn import(root: &Path, dir: &Path) -> Result<Imported> {
         }
     }
     let found: Vec<u32> = groups.iter().map(|g| g.0).collect();
-    let chain = &series.numbers()[1..];
+    let chain: Vec<u32> = series.chain(Track::Main)[1..].iter().map(|r| r.number.n).collect();
     if found != chain {
         bail!(
             "the export's commits belong to records {found:?} (by their {TRAILER} lines) but the chain after #{} is {chain:?}; every record needs its commits, in chain order",
-            series.numbers()[0]
+            series.numbers()[0].n
         );
     }
     for (record, commits) in &groups {

@@ -1,8 +1,12 @@
 //! The patch series. The trainer tree of the checkout (`src/` and the rest, see [`tree`]) is the
-//! newest record's trainer; `patches/NN.patch` is a mailbox of commits that turns the parent
-//! record's trainer into record NN's; the chain is the records that have manifests, oldest
-//! first, and #1 has no patch. Tree(N) is the checkout with the patches of every newer record
-//! reverse-applied by libgit2, newest first, in an in-memory repository.
+//! newest main record's trainer; `patches/NN.patch` is a mailbox of commits that turns the parent
+//! record's trainer into record NN's; the main chain is the main records that have manifests,
+//! oldest first, and #1 has no patch. Tree(N) is the checkout with the patches of every newer
+//! record reverse-applied by libgit2, newest first, in an in-memory repository.
+//!
+//! Every other track branches from a main record (its row in the track table): Act 1's chain is
+//! a1, a2, ... and Tree(ak) is Tree(#1) with `patches/a1.patch` ... `patches/ak.patch` applied
+//! forward, in order.
 pub mod apply;
 pub mod build;
 pub mod capture;
@@ -14,7 +18,7 @@ pub mod patch;
 pub mod recorded;
 pub mod tree;
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, RecordId, Track};
 use apply::{ApplyError, Direction, Step};
 use git2::{Oid, Repository};
 use mailbox::{Commit, MailboxError};
@@ -27,14 +31,17 @@ use tree::TreeError;
 pub enum SeriesError {
     #[error("no records: {0} holds no NN.toml manifest")]
     NoRecords(PathBuf),
-    #[error("record #{record} has no patch: {} is missing; write it with `records series capture {record} --since REV` or `records series import DIR`", .path.display())]
-    MissingPatch { record: u32, path: PathBuf },
-    #[error("record #{record}: {}: {error}", .path.display())]
-    Mailbox { record: u32, path: PathBuf, error: MailboxError },
+    #[error("record {record} has no patch: {} is missing; {}", .path.display(), write_patch_hint(.record))]
+    MissingPatch { record: RecordId, path: PathBuf },
+    #[error("record {record}: {}: {error}", .path.display())]
+    Mailbox { record: RecordId, path: PathBuf, error: MailboxError },
     #[error("{}: the patch holds no commit", .0.display())]
     EmptyPatch(PathBuf),
-    #[error("unknown record {record}; known records: {known}")]
-    UnknownRecord { record: u32, known: String },
+    #[error("unknown record {}; known records: {known}", .record.bare())]
+    UnknownRecord { record: RecordId, known: String },
+    /// A record off the main track whose patch, or an earlier one of its track, did not load.
+    #[error("{0}")]
+    Unloaded(String),
     #[error("reading {}: {error}", .path.display())]
     Io { path: PathBuf, error: std::io::Error },
     #[error(transparent)]
@@ -45,34 +52,81 @@ pub enum SeriesError {
     Git(#[from] git2::Error),
 }
 
+fn write_patch_hint(record: &RecordId) -> String {
+    match record.track {
+        Track::Main => format!(
+            "write it with `records series capture {} --since REV` or `records series import DIR`",
+            record.bare()
+        ),
+        _ => format!(
+            "write it as a git mailbox (`git format-patch --stdout`) of the commits that turn \
+             {}'s trainer into {record}'s",
+            record.expected_parent().map_or("its parent".into(), |p| p.to_string())
+        ),
+    }
+}
+
 impl From<ApplyError> for SeriesError {
     fn from(e: ApplyError) -> Self {
         SeriesError::Apply(Box::new(e))
     }
 }
 
-/// One record of the chain and the commits of its patch (none for the first).
+/// One record of a chain and the commits of its patch (none for the main track's first).
 #[derive(Debug, Clone)]
 pub struct Record {
-    pub number: u32,
+    pub number: RecordId,
     pub commits: Vec<Commit>,
 }
 
-/// The chain of records with their patches, read from the checkout.
+/// The chains of records with their patches, read from the checkout: the main track's, then
+/// each other track's, each oldest first.
 #[derive(Debug, Clone)]
 pub struct Series {
     pub root: PathBuf,
+    /// `patches/head.patch`: what the checkout's trainer has beyond the newest record's, made
+    /// by no record (the keys of another track's steps, so that `--head` runs them too).
+    head: Vec<Commit>,
     records: Vec<Record>,
+    unloaded: Vec<(RecordId, String)>,
 }
 
-/// `patches/NN.patch`.
-pub fn patch_path(root: &Path, record: u32) -> PathBuf {
-    root.join("patches").join(format!("{record:02}.patch"))
+/// The commits of `patches/<record>.patch`: a missing, unreadable or empty patch is an error.
+fn read_patch(root: &Path, record: RecordId) -> Result<Vec<Commit>, SeriesError> {
+    read_mailbox(patch_path(root, record), record)
 }
 
-/// Where record N's tree is materialized.
-pub fn tree_dir(root: &Path, record: u32) -> PathBuf {
-    root.join("target").join("records").join("trees").join(format!("{record:02}"))
+/// The commits of the mailbox at `path`, errors naming `record`.
+fn read_mailbox(path: PathBuf, record: RecordId) -> Result<Vec<Commit>, SeriesError> {
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(SeriesError::MissingPatch { record, path })
+        }
+        Err(error) => return Err(SeriesError::Io { path, error }),
+    };
+    let commits = mailbox::parse(&text).map_err(|error| SeriesError::Mailbox {
+        record,
+        path: path.clone(),
+        error,
+    })?;
+    if commits.is_empty() {
+        return Err(SeriesError::EmptyPatch(path));
+    }
+    Ok(commits)
+}
+
+/// `patches/NN.patch`, `patches/aN.patch`.
+pub fn patch_path(root: &Path, record: impl Into<RecordId>) -> PathBuf {
+    root.join("patches").join(format!("{}.patch", record.into().slug()))
+}
+
+/// What the checkout's trainer has beyond the newest record's (see [`Series`]).
+const HEAD_PATCH: &str = "head.patch";
+
+/// Where record N's tree is materialized: `target/records/trees/NN/` (`.../aN/`).
+pub fn tree_dir(root: &Path, record: impl Into<RecordId>) -> PathBuf {
+    root.join("target").join("records").join("trees").join(record.into().slug())
 }
 
 /// The cargo target dir every materialized tree builds into (see `build`): beside the
@@ -90,98 +144,165 @@ impl Series {
         Ok(Series::from_chain(root, &chain)?)
     }
 
-    /// The series for an explicit chain of record numbers, oldest first.
-    pub fn from_chain(root: &Path, chain: &[u32]) -> Result<Series, SeriesError> {
-        if chain.is_empty() {
+    /// The series for an explicit chain of records: the main track's, then any other track's,
+    /// each oldest first (as [`Catalog::chain`] gives them).
+    pub fn from_chain(root: &Path, chain: &[RecordId]) -> Result<Series, SeriesError> {
+        let mut chain = chain.to_vec();
+        chain.sort_unstable();
+        chain.dedup();
+        if !chain.first().is_some_and(|r| r.is_main()) {
             return Err(SeriesError::NoRecords(root.join("records")));
         }
         let mut records = vec![Record { number: chain[0], commits: Vec::new() }];
+        let mut unloaded: Vec<(RecordId, String)> = Vec::new();
         for &number in &chain[1..] {
-            let path = patch_path(root, number);
-            let text = match std::fs::read_to_string(&path) {
-                Ok(t) => t,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    return Err(SeriesError::MissingPatch { record: number, path })
-                }
-                Err(error) => return Err(SeriesError::Io { path, error }),
-            };
-            let commits = mailbox::parse(&text).map_err(|error| SeriesError::Mailbox {
-                record: number,
-                path: path.clone(),
-                error,
-            })?;
-            if commits.is_empty() {
-                return Err(SeriesError::EmptyPatch(path));
+            if unloaded.iter().any(|(r, _)| r.track == number.track) {
+                continue; // after a record of its track that does not load
             }
-            records.push(Record { number, commits });
+            match read_patch(root, number) {
+                Ok(commits) => records.push(Record { number, commits }),
+                // Every main tree depends on every main patch; another track's only on its
+                // own, so the main track and the records before the break stay usable.
+                Err(e) if number.is_main() => return Err(e),
+                Err(e) => unloaded.push((number, e.to_string())),
+            }
         }
-        Ok(Series { root: root.to_path_buf(), records })
+        let newest = records.iter().rev().find(|r| r.number.is_main()).map(|r| r.number);
+        let head_path = root.join("patches").join(HEAD_PATCH);
+        let head = match read_mailbox(head_path, newest.unwrap_or(chain[0])) {
+            Err(SeriesError::MissingPatch { .. }) => Vec::new(),
+            read => read?,
+        };
+        Ok(Series { root: root.to_path_buf(), head, records, unloaded })
     }
 
+    /// The first record of each track off the main one whose patch does not load, and why: it
+    /// and the later records of its track are not in the series.
+    pub fn unloaded(&self) -> &[(RecordId, String)] {
+        &self.unloaded
+    }
+
+    /// Every record of every chain, the main track's first.
     pub fn records(&self) -> &[Record] {
         &self.records
     }
 
-    pub fn numbers(&self) -> Vec<u32> {
+    /// The chain of `track`, oldest first (empty where it has no record).
+    pub fn chain(&self, track: Track) -> &[Record] {
+        let start = self.records.iter().position(|r| r.number.track == track);
+        let Some(start) = start else { return &[] };
+        let len = self.records[start..].iter().take_while(|r| r.number.track == track).count();
+        &self.records[start..start + len]
+    }
+
+    /// Every record's id, the main track's first.
+    pub fn numbers(&self) -> Vec<RecordId> {
         self.records.iter().map(|r| r.number).collect()
     }
 
-    pub fn newest(&self) -> u32 {
-        self.records.last().map_or(0, |r| r.number)
+    /// The newest main record: its trainer is the checkout's.
+    pub fn newest(&self) -> RecordId {
+        self.chain(Track::Main).last().map_or(RecordId::main(0), |r| r.number)
     }
 
-    /// Index of record `n` in the chain, or an error listing the known ones.
-    pub fn position(&self, n: u32) -> Result<usize, SeriesError> {
+    /// Index of record `n` among [`Series::records`], or an error listing the known ones.
+    pub fn position(&self, n: impl Into<RecordId>) -> Result<usize, SeriesError> {
+        let n = n.into();
+        if let Some((_, why)) = self.unloaded.iter().find(|(r, _)| r.track == n.track && *r <= n) {
+            return Err(SeriesError::Unloaded(why.clone()));
+        }
         self.records.iter().position(|r| r.number == n).ok_or_else(|| SeriesError::UnknownRecord {
             record: n,
-            known: self.numbers().iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+            known: crate::catalog::show_ids(self.numbers()),
         })
     }
 
-    pub fn record(&self, n: u32) -> Result<&Record, SeriesError> {
+    pub fn record(&self, n: impl Into<RecordId>) -> Result<&Record, SeriesError> {
         Ok(&self.records[self.position(n)?])
     }
 
-    /// The commit that ports upstream record `k` (its subject starts "#k:"): the record whose
-    /// patch holds it, its index in that patch, and the commit.
-    pub fn upstream_commit(&self, k: u32) -> Option<(u32, usize, &Commit)> {
-        self.records.iter().find_map(|r| {
+    /// The commit that ports upstream record `k` (its subject starts "#k:"): the main record
+    /// whose patch holds it, its index in that patch, and the commit.
+    pub fn upstream_commit(&self, k: u32) -> Option<(RecordId, usize, &Commit)> {
+        self.chain(Track::Main).iter().find_map(|r| {
             let i = r.commits.iter().position(|c| c.upstream() == Some(k))?;
             Some((r.number, i, &r.commits[i]))
         })
     }
 
-    /// The record before `n` in the chain.
-    pub fn parent(&self, n: u32) -> Result<Option<u32>, SeriesError> {
+    /// The record before `n`: the one before it in its chain, or for the first record of a
+    /// track that branches (a1) the record it branches from (#1).
+    pub fn parent(&self, n: impl Into<RecordId>) -> Result<Option<RecordId>, SeriesError> {
+        let n = n.into();
         let i = self.position(n)?;
-        Ok(i.checked_sub(1).map(|p| self.records[p].number))
+        Ok(match i.checked_sub(1).map(|p| self.records[p].number) {
+            Some(p) if p.track == n.track => Some(p),
+            _ => n.track.def().branch,
+        })
     }
 
-    /// The records after `older` up to and including `newer` (chain order).
-    pub fn between(&self, older: u32, newer: u32) -> Result<&[Record], SeriesError> {
-        let (a, b) = (self.position(older)?, self.position(newer)?);
-        Ok(if a < b { &self.records[a + 1..=b] } else { &[] })
+    /// The line of records from the main track's first to `n`, `n` last: #1, #29, ..., #38; or
+    /// #1, a1, a2, a3 for a3.
+    pub fn lineage(&self, n: impl Into<RecordId>) -> Result<Vec<RecordId>, SeriesError> {
+        let mut line = vec![n.into()];
+        while let Some(p) = self.parent(*line.last().expect("not empty"))? {
+            line.push(p);
+        }
+        line.reverse();
+        Ok(line)
     }
 
-    /// The trees of every record from the newest down to `oldest`, stored in `repo`.
-    pub fn trees(&self, repo: &Repository, oldest: u32) -> Result<BTreeMap<u32, Oid>, SeriesError> {
+    /// The records after `older` up to and including `newer`, where `older` is on `newer`'s
+    /// lineage (#29 and #38; #1 and a3; a1 and a3), in chain order; else none.
+    pub fn between(
+        &self,
+        older: impl Into<RecordId>,
+        newer: impl Into<RecordId>,
+    ) -> Result<Vec<&Record>, SeriesError> {
+        let (older, newer) = (older.into(), newer.into());
+        self.position(older)?;
+        let line = self.lineage(newer)?;
+        Ok(match line.iter().position(|&r| r == older) {
+            Some(i) => line[i + 1..].iter().map(|&r| self.record(r)).collect::<Result<_, _>>()?,
+            None => Vec::new(),
+        })
+    }
+
+    /// The trees of every main record from the newest down to `oldest`, stored in `repo`.
+    pub fn trees(
+        &self,
+        repo: &Repository,
+        oldest: impl Into<RecordId>,
+    ) -> Result<BTreeMap<RecordId, Oid>, SeriesError> {
         self.walk(repo, oldest, |_, _, _| Ok(()))
     }
 
     /// [`Series::trees`], calling `made(record, tree, undone)` on each tree as soon as it is
     /// made, before the next patch is reverse-applied: `undone` is the record whose patch made
-    /// it (`None` for the newest, the checkout's own tree).
+    /// it (`None` for the newest, the checkout's own tree). `oldest` is a main record.
     pub fn walk<E: From<SeriesError>>(
         &self,
         repo: &Repository,
-        oldest: u32,
-        mut made: impl FnMut(u32, Oid, Option<u32>) -> Result<(), E>,
-    ) -> Result<BTreeMap<u32, Oid>, E> {
+        oldest: impl Into<RecordId>,
+        mut made: impl FnMut(RecordId, Oid, Option<RecordId>) -> Result<(), E>,
+    ) -> Result<BTreeMap<RecordId, Oid>, E> {
         let stop = self.position(oldest)?;
+        let main = self.chain(Track::Main).len();
         let mut tree = tree::worktree_tree(repo, &self.root).map_err(SeriesError::from)?;
+        // The newest record's tree: the checkout's, less what head.patch added after it.
+        for (k, c) in self.head.iter().enumerate().rev() {
+            let step = Step {
+                record: self.newest(),
+                commit: k + 1,
+                commits: self.head.len(),
+                subject: &c.subject,
+                direction: Direction::Reverse,
+            };
+            tree = apply::apply(repo, tree, &c.diff, &step).map_err(SeriesError::from)?;
+        }
         made(self.newest(), tree, None)?;
         let mut out = BTreeMap::from([(self.newest(), tree)]);
-        for i in (stop + 1..self.records.len()).rev() {
+        for i in (stop + 1..main).rev() {
             let r = &self.records[i];
             for (k, c) in r.commits.iter().enumerate().rev() {
                 let step = Step {
@@ -200,16 +321,61 @@ impl Series {
         Ok(out)
     }
 
-    /// Record `n`'s tree, stored in `repo`, checked against the ids the manifests record (see
-    /// [`recorded::trees`]).
-    pub fn tree(&self, repo: &Repository, n: u32) -> anyhow::Result<Oid> {
-        Ok(recorded::trees(&Catalog::load(&self.root)?, self, repo, n)?[&n])
+    /// The trees of `track`'s chain (a track that branches, as Act 1 from #1) up to and
+    /// including `upto` (the whole chain with `None`): from `base`, the tree of the record it
+    /// branches from, each record's patch applied forward to its parent's tree. `made(record,
+    /// tree)` is called on each as soon as it is made, before the next patch is applied.
+    pub fn branch<E: From<SeriesError>>(
+        &self,
+        repo: &Repository,
+        track: Track,
+        base: Oid,
+        upto: Option<RecordId>,
+        mut made: impl FnMut(RecordId, Oid) -> Result<(), E>,
+    ) -> Result<BTreeMap<RecordId, Oid>, E> {
+        if let Some(u) = upto {
+            self.position(u)?;
+        }
+        let mut out = BTreeMap::new();
+        let mut tree = base;
+        for r in self.chain(track) {
+            if upto.is_some_and(|u| r.number > u) {
+                break;
+            }
+            tree = *self.forward(repo, r.number, tree)?.last().unwrap_or(&tree);
+            made(r.number, tree)?;
+            out.insert(r.number, tree);
+        }
+        Ok(out)
     }
 
-    /// The tree of record `n`, or of upstream record `n` inside a step (#58 in #62's patch):
-    /// the holding record's parent's tree with the patch's commits up to `n`'s applied.
-    pub fn tree_any(&self, repo: &Repository, n: u32) -> anyhow::Result<Oid> {
-        match self.upstream_commit(n).filter(|_| self.position(n).is_err()) {
+    /// The tracks other than the main one that have records here, each with the main record
+    /// it branches from.
+    pub fn branches(&self) -> Vec<(Track, RecordId)> {
+        (Track::all().filter(|t| !t.is_main()))
+            .filter(|&t| !self.chain(t).is_empty())
+            .filter_map(|t| Some((t, t.def().branch?)))
+            .collect()
+    }
+
+    /// Record `n`'s tree, stored in `repo`, checked against the ids the manifests record (see
+    /// [`recorded::trees`] and, for the other tracks, [`recorded::track_trees`]).
+    pub fn tree(&self, repo: &Repository, n: impl Into<RecordId>) -> anyhow::Result<Oid> {
+        let n = n.into();
+        let catalog = Catalog::load(&self.root)?;
+        if n.is_main() {
+            return Ok(recorded::trees(&catalog, self, repo, n)?[&n]);
+        }
+        Ok(recorded::track_trees(&catalog, self, repo, n)?[&n])
+    }
+
+    /// The tree of record `n`, or of upstream record `n` inside a main record's step (#58 in
+    /// #62's patch): the holding record's parent's tree with the patch's commits up to `n`'s
+    /// applied.
+    pub fn tree_any(&self, repo: &Repository, n: impl Into<RecordId>) -> anyhow::Result<Oid> {
+        let n = n.into();
+        let inside = n.is_main().then(|| self.upstream_commit(n.n)).flatten();
+        match inside.filter(|_| self.position(n).is_err()) {
             Some((holder, i, _)) => {
                 let parent = self.parent(holder)?.expect("a record with a patch has a parent");
                 let base = self.tree(repo, parent)?;
@@ -223,9 +389,10 @@ impl Series {
     pub fn forward(
         &self,
         repo: &Repository,
-        n: u32,
+        n: impl Into<RecordId>,
         mut tree: Oid,
     ) -> Result<Vec<Oid>, SeriesError> {
+        let n = n.into();
         let r = self.record(n)?;
         let mut out = Vec::new();
         for (k, c) in r.commits.iter().enumerate() {
@@ -246,7 +413,8 @@ impl Series {
 /// Writes record `record`'s trainer tree (or upstream record `record`'s, see
 /// [`Series::tree_any`]) to `target/records/trees/NN/` (atomically; an unchanged tree is left as
 /// is) and returns that directory. `src/` is never touched.
-pub fn materialize(root: &Path, record: u32) -> anyhow::Result<PathBuf> {
+pub fn materialize(root: &Path, record: impl Into<RecordId>) -> anyhow::Result<PathBuf> {
+    let record = record.into();
     let dir = tree_dir(root, record);
     write_tree(root, record, &dir)?;
     Ok(dir)
@@ -254,7 +422,12 @@ pub fn materialize(root: &Path, record: u32) -> anyhow::Result<PathBuf> {
 
 /// Writes record `record`'s trainer tree to `dest`, a folder of the user's: it must be new,
 /// empty, or hold a tree written before, as writing replaces the folder.
-pub fn materialize_into(root: &Path, record: u32, dest: &Path) -> anyhow::Result<()> {
+pub fn materialize_into(
+    root: &Path,
+    record: impl Into<RecordId>,
+    dest: &Path,
+) -> anyhow::Result<()> {
+    let record = record.into();
     if dest.exists() && !dest.join(tree::MARKER).is_file() {
         let mut entries = std::fs::read_dir(dest)
             .map_err(|e| anyhow::anyhow!("--out {}: {e}", dest.display()))?;
@@ -269,7 +442,7 @@ pub fn materialize_into(root: &Path, record: u32, dest: &Path) -> anyhow::Result
     write_tree(root, record, dest)
 }
 
-fn write_tree(root: &Path, record: u32, dest: &Path) -> anyhow::Result<()> {
+fn write_tree(root: &Path, record: RecordId, dest: &Path) -> anyhow::Result<()> {
     let series = Series::load(root)?;
     let repo = apply::scratch_repo()?;
     let tree = series.tree_any(&repo, record)?;

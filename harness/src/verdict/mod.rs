@@ -105,6 +105,9 @@ pub struct Verdict {
     /// their own (`records verdict`).
     #[serde(default)]
     pub official_time_s: Option<f64>,
+    /// Where the official time was set when not on upstream's 8×H100 (Act 1: `2×RTX4090`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub official_hardware: Option<String>,
     pub runs: Vec<RunResult>,
     /// Final val losses of the runs that have one (ours).
     pub losses: Vec<f64>,
@@ -188,6 +191,7 @@ impl Verdict {
             steps: results.iter().filter_map(|r| r.steps).max().unwrap_or(0),
             target_from: None,
             official_time_s: None,
+            official_hardware: None,
             runs: results,
             time_s: Summary::of(&times_s),
             losses,
@@ -214,6 +218,12 @@ impl Verdict {
     /// Says where the target comes from (a lab log's record), shown under the verdict.
     pub fn target_from(mut self, from: Option<String>) -> Verdict {
         self.target_from = from;
+        self
+    }
+
+    /// Names the hardware of the official time, when it is not upstream's 8×H100.
+    pub fn official_on(mut self, hardware: Option<String>) -> Verdict {
+        self.official_hardware = hardware;
         self
     }
 

@@ -35,8 +35,12 @@ impl Verdict {
         o.push_str(&self.summary().render(format));
         o.push('\n');
         if let Some(official) = self.official_time_s {
-            let _ =
-                write!(o, "Official (upstream 8×H100): record time {}", figures::secs(official));
+            let hardware = self.official_hardware.as_deref().unwrap_or("8×H100");
+            let _ = write!(
+                o,
+                "Official (upstream {hardware}): record time {}",
+                figures::secs(official)
+            );
             match &self.time_s {
                 _ if self.lab_scale => {
                     o.push_str(" at full scale, for context; a lab-scale time is not comparable\n");

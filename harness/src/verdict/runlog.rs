@@ -79,6 +79,13 @@ impl RunLog {
         self.header.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
+    /// The record our log is of, as written: `# record_id:` (the harness names a record off
+    /// the main track so, `a3`), else the trainer's `# record:` (its manifest's file stem as a
+    /// number, `29`; `?` where the stem is none); `None` without either.
+    pub fn record(&self) -> Option<&str> {
+        self.header_value("record_id").or_else(|| self.header_value("record"))
+    }
+
     /// The step budget the log states: the `M` of its `step:N/M` lines (the largest, should
     /// they differ); `None` for llm.c's `s:N` lines.
     pub fn stated_steps(&self) -> Option<u64> {

@@ -316,3 +316,128 @@ pub fn stdout(o: &Output) -> String {
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// A shared optimizer file the checkout's trainer holds at HEAD (outside every patch, so every
+/// main record's tree has it too), for the rule that a branching track reuses HEAD's files.
+pub const SGD_HEAD: &str =
+    "/// Plain SGD.\npub fn step(w: f32, g: f32, lr: f32) -> f32 {\n    w - lr * g\n}\n";
+/// Act 1's step a1: one line of the model changed on #1's tree.
+pub const MODEL_A1: &str = "x * 3.0\n";
+/// The file a2's patch adds: Act 1's own (HEAD has no such file).
+pub const A2_OWN: &str = "/// Only in Act 1.\npub fn warmdown(t: f32) -> f32 {\n    1.0 - t\n}\n";
+
+/// An Act 1 manifest: step `n` with `steps` official steps (the lab rule: 250 x steps / 24,576)
+/// after `parent` (`"#1"`, `"a1"`), and `extra` lines at the end of `[record]`.
+pub fn act1_manifest(n: u32, parent: &str, steps: u64, extra: &str) -> String {
+    let lab = (250 * steps + 24_576 / 2) / 24_576;
+    let target =
+        if n == 1 { "\n[lab_target]\nval_loss = 2.61\nmeasured = \"fixture\"\n" } else { "" };
+    format!(
+        r#"[record]
+number = {n}
+track = "act1"
+title = "Step a{n} title"
+link = "https://github.com/tyler-romero/nanogpt-speedrun/commit/a{n}"
+date = "2025-01-1{n}"
+authors = ["@tyler-romero"]
+official_time_s = {}
+official_time_text = "{} hours"
+hardware = "2xRTX4090"
+steps = {steps}
+tokens = 1000
+parent = "{parent}"
+upstream_folder = "logs/a{n}.txt"
+claim = "Claim of step a{n}."
+{extra}
+[evidence]
+val_losses = [3.2780]
+train_times_s = [29266.9]
+val_curve = [[0, 10.8], [1024, 4.14], [{steps}, 3.278]]
+
+[recipe]
+lr = 0.1
+zero_proj = false
+{RECIPE_REST}
+[lab]
+steps = {lab}
+{target}"#,
+        30000 - 1000 * n,
+        8 - n,
+    )
+}
+
+/// A git mailbox of one commit that turns the trainer files in `base` (a materialized tree)
+/// into the same files with `edits` applied (path, new text; `None` removes the file), as `git
+/// format-patch` would write it.
+pub fn patch_on(base: &Path, edits: &[(&str, Option<&str>)], message: &str, t: i64) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Repository::init(dir.path()).unwrap();
+    let mut files = read_files(base, &[".git"]);
+    files.retain(|path, _| records::series::tree::is_trainer_path(path));
+    for (path, text) in &files {
+        let p = dir.path().join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    let before = commit_all(&repo, "base", t);
+    for (path, text) in edits {
+        let p = dir.path().join(path);
+        match text {
+            Some(text) => {
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, text).unwrap();
+            }
+            None => std::fs::remove_file(p).unwrap(),
+        }
+    }
+    let after = commit_all(&repo, message, t + 1);
+    let (before, after) = (repo.find_commit(before).unwrap(), repo.find_commit(after).unwrap());
+    let diff =
+        records::series::tree::diff_text(&repo, Some(before.tree_id()), after.tree_id()).unwrap();
+    let commit = records::series::mailbox::Commit::from_git(&after, message, diff);
+    records::series::mailbox::write(&[commit])
+}
+
+impl Fixture {
+    /// The fixture with Act 1's first two steps: HEAD also holds `src/optim/sgd.rs` (outside
+    /// the patches, so #1's tree has it), a1 changes one line of #1's model, a2 adds a file of
+    /// its own; the trees of all five records are recorded.
+    pub fn with_act1() -> Fixture {
+        let mut f = Fixture::new();
+        f.write("src/optim/sgd.rs", SGD_HEAD);
+        records::series::recorded::record(f.root()).unwrap();
+        f.commit("A shared optimizer at HEAD", 50);
+        for files in f.trees.values_mut() {
+            files.insert("src/optim/sgd.rs".into(), SGD_HEAD.into());
+        }
+        let one = records::series::materialize(f.root(), 1).unwrap();
+        let model = MODEL_1.replace("x * 2.0\n", MODEL_A1);
+        let a1 = patch_on(
+            &one,
+            &[("src/model.rs", Some(&model))],
+            "a1: a wider embedding scale\n\nThe baseline as Act 1 ran it.",
+            60,
+        );
+        f.write("patches/a1.patch", &a1);
+        f.write("records/a1.toml", &act1_manifest(1, "#1", 24_576, ""));
+        let a1_dir = tempfile::tempdir().unwrap();
+        records::series::materialize_into(
+            f.root(),
+            "a1".parse::<records::catalog::RecordId>().unwrap(),
+            a1_dir.path(),
+        )
+        .unwrap();
+        let a2 = patch_on(
+            a1_dir.path(),
+            &[("src/optim/warmdown.rs", Some(A2_OWN))],
+            "a2: a warmdown of its own",
+            70,
+        );
+        f.write("patches/a2.patch", &a2);
+        f.write("records/a2.toml", &act1_manifest(2, "a1", 12_288, ""));
+        let out = f.records(&["series", "record-trees", "--track", "act1"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        f.commit("Act 1: a1 and a2", 80);
+        f
+    }
+}

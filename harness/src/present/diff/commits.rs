@@ -1,40 +1,67 @@
 //! The commits between two records: the series view of `records diff`.
 use super::Paint;
-use crate::catalog::{pr_text, Catalog};
-use crate::series::Series;
-use anyhow::Result;
+use crate::catalog::{pr_text, Catalog, RecordId};
+use crate::series::{Record, Series};
+use anyhow::{Context, Result};
 
 /// The commits between the two records, with titles and line counts; from newer to older they
-/// are listed newest first as undone (their counts swapped).
+/// are listed newest first as undone (their counts swapped). Records on two lines (#29 and a2)
+/// meet at the record both descend from (#1): the commits undone from `a` back to it, then
+/// those from it to `b`.
 pub(super) fn view(
     catalog: &Catalog,
     series: &Series,
-    a: u32,
-    b: u32,
+    a: RecordId,
+    b: RecordId,
     paint: Paint,
 ) -> Result<String> {
-    let forward = series.position(a)? <= series.position(b)?;
-    let (older, newer) = if forward { (a, b) } else { (b, a) };
-    let mut records: Vec<_> = series.between(older, newer)?.iter().collect();
-    let mut out = if forward {
-        format!("{}\n", paint.bold(&format!("Commits from #{a} to #{b}")))
-    } else {
-        records.reverse();
-        format!(
-            "{}\n",
-            paint.bold(&format!("Commits undone from #{a} back to #{b} (newest first)"))
-        )
-    };
-    if records.is_empty() {
-        out.push_str("  (none: same record)\n");
+    let (la, lb) = (series.lineage(a)?, series.lineage(b)?);
+    let common = la.iter().zip(&lb).take_while(|(x, y)| x == y).count();
+    let meet = *la.get(common.wrapping_sub(1)).context("two records of one series")?;
+    let mut out = String::new();
+    if meet != a || a == b {
+        let undone: Vec<_> = la[common..].iter().rev().map(|&r| series.record(r)).collect();
+        let undone = undone.into_iter().collect::<Result<Vec<_>, _>>()?;
+        match (meet == b, undone.is_empty()) {
+            (_, true) => {
+                out.push_str(&format!("{}\n", paint.bold(&format!("Commits from {a} to {b}"))));
+                out.push_str("  (none: same record)\n");
+            }
+            (true, false) => {
+                let head = format!("Commits undone from {a} back to {b} (newest first)");
+                out.push_str(&format!("{}\n", paint.bold(&head)));
+            }
+            (false, false) => {
+                let head = format!("Commits undone from {a} back to {meet} (newest first)");
+                out.push_str(&format!("{}\n", paint.bold(&head)));
+            }
+        }
+        records(&mut out, catalog, &undone, false, paint)?;
     }
+    if meet != b {
+        let done: Vec<_> = lb[common..].iter().map(|&r| series.record(r)).collect();
+        let done = done.into_iter().collect::<Result<Vec<_>, _>>()?;
+        out.push_str(&format!("{}\n", paint.bold(&format!("Commits from {meet} to {b}"))));
+        records(&mut out, catalog, &done, true, paint)?;
+    }
+    Ok(out)
+}
+
+/// Each record's line and its commits' lines, forward or undone (newest first).
+fn records(
+    out: &mut String,
+    catalog: &Catalog,
+    records: &[&Record],
+    forward: bool,
+    paint: Paint,
+) -> Result<()> {
     for r in records {
         let counts: Vec<(usize, usize)> = r.commits.iter().map(|c| c.counts()).collect();
         let (add, del) = counts.iter().fold((0, 0), |s, c| (s.0 + c.0, s.1 + c.1));
         let (add, del) = if forward { (add, del) } else { (del, add) };
         let title = &catalog.get(r.number)?.record.title;
         out.push_str(&format!(
-            "  #{:<3} {title}  ({} commit(s), {} {})\n",
+            "  {:<4} {title}  ({} commit(s), {} {})\n",
             r.number,
             r.commits.len(),
             paint.green(&format!("+{add}")),
@@ -63,5 +90,5 @@ pub(super) fn view(
             ));
         }
     }
-    Ok(out)
+    Ok(())
 }

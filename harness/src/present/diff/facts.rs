@@ -13,14 +13,17 @@ pub(super) fn view(root: &Path, a: &Manifest, b: &Manifest) -> Result<String> {
     let change = |x: f64, y: f64, f: fn(f64) -> String| {
         format!("{} ({})", f(y - x), figures::pct_delta(100.0 * (y - x) / x))
     };
-    let head =
-        [String::new(), format!("#{}", ra.number), format!("#{}", rb.number), "change".into()];
+    let head = [String::new(), ra.id().to_string(), rb.id().to_string(), "change".into()];
     let mut t = Table::new(head).left(3);
     let time = |r: &crate::catalog::RecordFacts| {
         format!("{} ({})", r.official_time_text, figures::secs(r.official_time_s))
     };
+    let hardware = match (ra.track.def().hardware, rb.track.def().hardware) {
+        (x, y) if x == y => format!("official time ({x})"),
+        (x, y) => format!("official time ({x}; {y})"),
+    };
     t.row([
-        "official time (8xH100)".into(),
+        hardware,
         time(ra),
         time(rb),
         change(ra.official_time_s, rb.official_time_s, figures::secs_delta),

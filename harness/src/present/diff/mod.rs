@@ -1,8 +1,9 @@
 //! `records diff A B`: what changed between two records: the facts side by side
 //! (`facts.rs`), the commits between them (`commits.rs`), the recipe diff of their manifests
 //! (`recipe.rs`) and the code diff of their trees (`code.rs`). Either order works; from a newer
-//! record to an older one the commits are listed as undone. For an upstream record inside a
-//! step, `upstream.rs`.
+//! record to an older one the commits are listed as undone; across tracks (#29 and a2), undone
+//! back to the record both descend from (#1), then done. For an upstream record inside a step,
+//! `upstream.rs`.
 mod code;
 mod commits;
 mod facts;
@@ -10,7 +11,7 @@ mod paint;
 pub mod recipe;
 pub mod upstream;
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, RecordId};
 use crate::series::{apply, recorded, tree, Series};
 use anyhow::Result;
 use std::path::Path;
@@ -35,13 +36,20 @@ pub struct Rendered {
 }
 
 /// Renders `records diff a b`.
-pub fn render(root: &Path, a: u32, b: u32, parts: Parts, paint: Paint) -> Result<Rendered> {
+pub fn render(
+    root: &Path,
+    a: RecordId,
+    b: RecordId,
+    parts: Parts,
+    paint: Paint,
+) -> Result<Rendered> {
     let catalog = Catalog::load(root)?;
     let series = Series::load(root)?;
     let (ma, mb) = (catalog.get(a)?, catalog.get(b)?);
-    let (pa, pb) = (series.position(a)?, series.position(b)?);
+    series.position(a)?;
+    series.position(b)?;
     let mut head = paint.bold(&format!(
-        "records diff #{a} → #{b}\n  #{a}: {}\n  #{b}: {}\n",
+        "records diff {a} → {b}\n  {a}: {}\n  {b}: {}\n",
         ma.record.title, mb.record.title
     ));
     head.push('\n');
@@ -50,7 +58,7 @@ pub fn render(root: &Path, a: u32, b: u32, parts: Parts, paint: Paint) -> Result
     let need_trees = parts.code || parts.series;
     let (old, new) = if need_trees {
         let repo = apply::scratch_repo()?;
-        let trees = recorded::trees(&catalog, &series, &repo, if pa < pb { a } else { b })?;
+        let trees = recorded::trees_of(&catalog, &series, &repo, &[a, b])?;
         (tree::files(&repo, trees[&a])?, tree::files(&repo, trees[&b])?)
     } else {
         Default::default()
@@ -67,7 +75,7 @@ pub fn render(root: &Path, a: u32, b: u32, parts: Parts, paint: Paint) -> Result
     }
     if parts.code {
         out.push('\n');
-        out.push_str(&paint.bold(&format!("Code #{a} → #{b}")));
+        out.push_str(&paint.bold(&format!("Code {a} → {b}")));
         out.push('\n');
         out.push_str(if code.is_empty() { "  (the trees are identical)\n" } else { &code });
     }

@@ -46,9 +46,9 @@ fn flatten(prefix: &str, table: &toml::Table, out: &mut BTreeMap<String, toml::V
 /// The recipe part of `records diff a b`: each changed key by the manifest section it sits in,
 /// with the comment its line carries.
 pub fn view(ma: &Manifest, mb: &Manifest, paint: Paint) -> String {
-    let (a, b) = (ma.record.number, mb.record.number);
+    let (a, b) = (ma.id(), mb.id());
     let mut out = String::new();
-    out.push_str(&paint.bold(&format!("Recipe #{a} → #{b}")));
+    out.push_str(&paint.bold(&format!("Recipe {a} → {b}")));
     out.push('\n');
     let changes = recipe_changes(ma, mb);
     if changes.is_empty() {

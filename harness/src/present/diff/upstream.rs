@@ -3,7 +3,7 @@
 //! recipe is its parent record's with the rows applied), and the code diff of their two trees.
 use super::Paint;
 use crate::catalog::upstream_recipe::{changes, step};
-use crate::catalog::{Catalog, Upstream, SERIES};
+use crate::catalog::{Catalog, RecordId, Upstream, SERIES};
 use crate::series::{apply, tree, Series};
 use anyhow::{Context, Result};
 use std::path::Path;
@@ -11,7 +11,11 @@ use std::path::Path;
 /// The diff from the older of `a`, `b` to the newer; None unless one of them is an upstream
 /// record inside a step and the other a record or one too (the records' own diff applies, and
 /// names an unknown number).
-pub fn render(root: &Path, a: u32, b: u32, paint: Paint) -> Result<Option<String>> {
+pub fn render(root: &Path, a: RecordId, b: RecordId, paint: Paint) -> Result<Option<String>> {
+    if !(a.is_main() && b.is_main()) {
+        return Ok(None); // the upstream records are inside the main track's steps
+    }
+    let (a, b) = (a.n, b.n);
     let catalog = Catalog::load(root)?;
     let upstream = |k: u32| !SERIES.contains(&k) && step(&catalog, k).is_some();
     let known = |k: u32| catalog.get(k).is_ok() || upstream(k);

@@ -5,7 +5,7 @@
 pub mod svg;
 pub mod term;
 
-use crate::catalog::{Manifest, TARGET_VAL_LOSS};
+use crate::catalog::{Manifest, RecordId, TARGET_VAL_LOSS};
 use crate::run::replays::Replay;
 use crate::verdict::runlog::ValPoint;
 
@@ -105,7 +105,7 @@ impl Chart {
     pub fn official(m: &Manifest, x: XAxis) -> Option<Chart> {
         let curve = official_curve(m, x)?;
         Some(Chart {
-            title: format!("#{} official val loss", m.record.number),
+            title: format!("{} official val loss", m.id()),
             x,
             y: YAxis::ValLoss,
             source: Source::Official,
@@ -122,7 +122,7 @@ impl Chart {
             return None;
         }
         Some(Chart {
-            title: format!("#{} and #{} official val loss", a.record.number, b.record.number),
+            title: format!("{} and {} official val loss", a.id(), b.id()),
             x,
             y: YAxis::ValLoss,
             source: Source::Official,
@@ -136,7 +136,7 @@ impl Chart {
     /// This machine's replays of one record at one scale (`lab` true: lab scale, with the lab
     /// target `lab_target`); `None` without a replay that has val points.
     pub fn ours(
-        number: u32,
+        number: RecordId,
         replays: &[Replay],
         lab: bool,
         lab_target: Option<f64>,
@@ -154,7 +154,7 @@ impl Chart {
 
     /// Our runs' val curves, each (label, val points); `None` without a val point.
     pub fn runs(
-        number: u32,
+        number: RecordId,
         runs: &[(String, &[ValPoint])],
         lab: bool,
         lab_target: Option<f64>,
@@ -183,7 +183,7 @@ impl Chart {
             (false, _) => vec![full_target()],
         };
         Some(Chart {
-            title: format!("#{number} our replays"),
+            title: format!("{number} our replays"),
             x,
             y: YAxis::ValLoss,
             source: if lab { Source::OursLab } else { Source::OursFull },
@@ -196,17 +196,17 @@ impl Chart {
 
 /// Two records' lab results on this machine, overlaid by step, against the lab target;
 /// `None` unless both have val points.
-pub fn lab_pair(pair: [(u32, &Replay); 2], lab_target: Option<f64>) -> Option<Chart> {
+pub fn lab_pair(pair: [(RecordId, &Replay); 2], lab_target: Option<f64>) -> Option<Chart> {
     let runs: Vec<(String, &[ValPoint])> = pair
         .iter()
         .flat_map(|(n, r)| {
-            r.runs.iter().map(move |run| (format!("#{n} lab ({})", r.id), &run.val[..]))
+            r.runs.iter().map(move |run| (format!("{n} lab ({})", r.id), &run.val[..]))
         })
         .collect();
     let chart = Chart::runs(pair[1].0, &runs, true, lab_target, XAxis::Step)?;
     let two = chart.curves.len() >= 2;
     two.then(|| Chart {
-        title: format!("#{} and #{}: our lab results", pair[0].0, pair[1].0),
+        title: format!("{} and {}: our lab results", pair[0].0, pair[1].0),
         ..chart
     })
 }
@@ -228,7 +228,7 @@ pub fn official_curve(m: &Manifest, x: XAxis) -> Option<Curve> {
         XAxis::Seconds => crate::verdict::stats::mean(&e.train_times_s)? / m.record.steps as f64,
     };
     Some(Curve {
-        label: format!("#{} {}", m.record.number, m.record.title),
+        label: format!("{} {}", m.id(), m.record.title),
         points: e.val_curve.iter().map(|&(s, l)| (s as f64 * per_step, l)).collect(),
         markers: true,
     })
@@ -237,8 +237,8 @@ pub fn official_curve(m: &Manifest, x: XAxis) -> Option<Curve> {
 fn estimated_time_note(m: &Manifest) -> String {
     let mean = crate::verdict::stats::mean(&m.evidence.train_times_s).unwrap_or(f64::NAN);
     format!(
-        "#{}: time estimated as step × {:.1} ms (official mean train time {mean:.3} s / {} steps).",
-        m.record.number,
+        "{}: time estimated as step × {:.1} ms (official mean train time {mean:.3} s / {} steps).",
+        m.id(),
         1000.0 * mean / m.record.steps as f64,
         m.record.steps
     )

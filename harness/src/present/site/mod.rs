@@ -8,7 +8,7 @@
 //! `diff::recipe_changes`, `stats`, `replays` and the kept walks.
 mod pages;
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, RecordId};
 use crate::series::{apply, recorded, Series};
 use anyhow::{Context, Result};
 use corpus::fs::write_atomic;
@@ -21,9 +21,9 @@ pub struct Built {
     pub files: Vec<PathBuf>,
 }
 
-/// The page of record `n`, relative to the site's folder.
-pub fn record_page(n: u32) -> String {
-    format!("{n:02}.html")
+/// The page of record `n`, relative to the site's folder: `29.html`, `a3.html`.
+pub fn record_page(n: impl Into<RecordId>) -> String {
+    format!("{}.html", n.into().slug())
 }
 
 /// The page of upstream record `k` inside a step.
@@ -31,9 +31,9 @@ pub fn upstream_page(k: u32) -> String {
     format!("u{k:02}.html")
 }
 
-/// The page of the diff from record `a` to record `b`.
-pub fn diff_page(a: u32, b: u32) -> String {
-    format!("diff-{a:02}-{b:02}.html")
+/// The page of the diff from record `a` to record `b`: `diff-01-29.html`, `diff-01-a1.html`.
+pub fn diff_page(a: impl Into<RecordId>, b: impl Into<RecordId>) -> String {
+    format!("diff-{}-{}.html", a.into().slug(), b.into().slug())
 }
 
 /// Writes the site for the checkout at `root` (results from `results`) into `out`, each file
@@ -54,18 +54,17 @@ pub fn build(root: &Path, results: &Path, out: &Path) -> Result<Built> {
     let replays = pages::Replays::load(&catalog, results)?;
     write("index.html", &pages::index(&env, &catalog, &replays)?)?;
     let repo = apply::scratch_repo()?;
-    let oldest = catalog.records().first().map(|m| m.record.number);
-    let trees = match oldest {
-        Some(n) => recorded::trees(&catalog, &series, &repo, n)?,
-        None => Default::default(),
+    let trees = match catalog.records().is_empty() {
+        false => recorded::all_trees(&catalog, &series, &repo)?,
+        true => Default::default(),
     };
     for m in catalog.records() {
-        let n = m.record.number;
+        let n = m.id();
         write(&record_page(n), &pages::record(&env, &catalog, &series, &replays, n)?)?;
         if let Some(p) = m.record.parent {
             let (ta, tb) = (trees.get(&p), trees.get(&n));
             let (Some(&ta), Some(&tb)) = (ta, tb) else {
-                anyhow::bail!("no trees for #{p} and #{n} in the series");
+                anyhow::bail!("no trees for {p} and {n} in the series");
             };
             let page = pages::diff(&env, &catalog, &series, &repo, (p, ta), (n, tb))?;
             write(&diff_page(p, n), &page)?;

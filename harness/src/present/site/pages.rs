@@ -1,6 +1,7 @@
 //! The site's pages: the data each template is rendered with, built from the harness's
 //! readers.
-use crate::catalog::{upstream_recipe, Catalog, Manifest, Note, RecordFacts, TARGET_VAL_LOSS};
+use crate::catalog::TARGET_VAL_LOSS;
+use crate::catalog::{upstream_recipe, Catalog, Manifest, Note, RecordFacts, RecordId, Track};
 use crate::present::diff::{recipe_changes, RecipeChange};
 use crate::present::plot::svg;
 use crate::present::plot::{Chart, XAxis};
@@ -25,8 +26,8 @@ const SPARK: (u32, u32) = (150, 44);
 
 /// Every record's replays on this machine, and the lab target each is judged against.
 pub struct Replays {
-    by_record: BTreeMap<u32, Vec<Replay>>,
-    lab_targets: BTreeMap<u32, f64>,
+    by_record: BTreeMap<RecordId, Vec<Replay>>,
+    lab_targets: BTreeMap<RecordId, f64>,
     /// Where they were read, for the walks and the upstream records' replays.
     results: PathBuf,
 }
@@ -37,7 +38,7 @@ impl Replays {
         // This machine's replays, against this CPU's lab targets.
         let cpu = crate::run::lab_target::this_cpu();
         for m in catalog.records() {
-            let n = m.record.number;
+            let n = m.id();
             by_record.insert(n, replays::of_record(results, n)?);
             if let Ok(t) = crate::run::lab_target::Target::of(catalog, results, n, &cpu) {
                 lab_targets.insert(n, t.val_loss);
@@ -46,14 +47,38 @@ impl Replays {
         Ok(Replays { by_record, lab_targets, results: results.to_path_buf() })
     }
 
-    fn of(&self, n: u32) -> &[Replay] {
+    fn of(&self, n: RecordId) -> &[Replay] {
         self.by_record.get(&n).map_or(&[], Vec::as_slice)
     }
 }
 
+/// A record's facts as the templates read them, with its names: `id` (`#29`, `a3`), `bare` (as
+/// typed: `29`, `a3`) and its `page`.
+#[derive(Serialize)]
+struct RecordView<'a> {
+    #[serde(flatten)]
+    facts: &'a RecordFacts,
+    id: String,
+    bare: String,
+    page: String,
+}
+
+fn record_view(r: &RecordFacts) -> RecordView<'_> {
+    let id = r.id();
+    RecordView { facts: r, id: id.to_string(), bare: id.bare(), page: super::record_page(id) }
+}
+
+/// A track's part of the index: its line and its records.
+#[derive(Serialize)]
+struct TrackRows<'a> {
+    key: &'static str,
+    line: &'static str,
+    rows: Vec<IndexRow<'a>>,
+}
+
 #[derive(Serialize)]
 struct IndexRow<'a> {
-    r: &'a RecordFacts,
+    r: RecordView<'a>,
     page: String,
     /// The record's lab result ([`replays::lab_result`]).
     lab: Option<ReplayView>,
@@ -63,17 +88,25 @@ struct IndexRow<'a> {
 }
 
 pub fn index(env: &Environment, catalog: &Catalog, replays: &Replays) -> Result<String> {
-    let mut rows = Vec::new();
-    for m in catalog.records() {
-        let n = m.record.number;
-        let lab = replays::lab_result(replays.of(n), m).map(|r| view(r, m));
-        let shortened = replays::newest_shortened(replays.of(n), m).and_then(|r| r.shortened(m));
-        let spark =
-            Chart::official(m, XAxis::Step).map(|c| svg::sparkline(&c, SPARK)).transpose()?;
-        rows.push(IndexRow { r: &m.record, page: super::record_page(n), lab, shortened, spark });
+    let mut tracks = Vec::new();
+    for track in Track::all() {
+        let mut rows = Vec::new();
+        for m in catalog.track(track) {
+            let n = m.id();
+            let lab = replays::lab_result(replays.of(n), m).map(|r| view(r, m));
+            let shortened =
+                replays::newest_shortened(replays.of(n), m).and_then(|r| r.shortened(m));
+            let spark =
+                Chart::official(m, XAxis::Step).map(|c| svg::sparkline(&c, SPARK)).transpose()?;
+            let page = super::record_page(n);
+            rows.push(IndexRow { r: record_view(&m.record), page, lab, shortened, spark });
+        }
+        if !rows.is_empty() || track.is_main() {
+            tracks.push(TrackRows { key: track.key(), line: track.def().line, rows });
+        }
     }
     Ok(env.get_template("index.html")?.render(context! {
-        rows => Serde(rows),
+        tracks => Serde(tracks),
         upstream => Serde(upstream_rows(catalog)),
         target => TARGET_VAL_LOSS,
     })?)
@@ -87,7 +120,7 @@ struct UpstreamRow {
     date: String,
     time: String,
     page: String,
-    holder: u32,
+    holder: RecordId,
     holder_page: String,
     changed: String,
 }
@@ -123,14 +156,19 @@ struct WalkView {
 }
 
 /// The newest walk kept from `from` to `to`, if one was run here.
-fn walk_view(replays: &Replays, catalog: &Catalog, from: u32, to: u32) -> Result<Option<WalkView>> {
+fn walk_view(
+    replays: &Replays,
+    catalog: &Catalog,
+    from: RecordId,
+    to: RecordId,
+) -> Result<Option<WalkView>> {
     let Some(w) = Walk::kept(&replays.results, from, to)?.into_iter().next() else {
         return Ok(None);
     };
     let chain = catalog.chain();
-    let page = |n: u32| match chain.contains(&n) {
+    let page = |n: RecordId| match chain.contains(&n) {
         true => super::record_page(n),
-        false => super::upstream_page(n),
+        false => super::upstream_page(n.n),
     };
     let target = replays.lab_targets.get(&to).copied();
     let figures =
@@ -142,7 +180,7 @@ fn walk_view(replays: &Replays, catalog: &Catalog, from: u32, to: u32) -> Result
         total: walk::total(&w),
         moves: walk::moves(&w),
         legend: walk::legend(&w),
-        command: format!("records walk {from} {to}{runs}"),
+        command: format!("records walk {} {}{runs}", from.bare(), to.bare()),
         figures,
     }))
 }
@@ -153,7 +191,7 @@ pub fn upstream(env: &Environment, catalog: &Catalog, replays: &Replays, k: u32)
     let step = upstream_recipe::step(catalog, k)
         .with_context(|| format!("upstream #{k} is in no manifest's rows"))?;
     let m = step.manifest(PathBuf::new()).map_err(anyhow::Error::msg)?;
-    let holder = step.holder.record.number;
+    let holder = step.holder.id();
     let index = step.holder.upstream.iter().position(|u| u.number == k).unwrap_or(0) + 1;
     let keys: Vec<RecipeRow> = step
         .changes()
@@ -172,11 +210,11 @@ pub fn upstream(env: &Environment, catalog: &Catalog, replays: &Replays, k: u32)
     let parent = holder_parent(catalog, holder)?;
     let parent_page = match step.parent == parent {
         true => super::record_page(parent),
-        false => super::upstream_page(step.parent),
+        false => super::upstream_page(step.parent.n),
     };
     let page = env.get_template("upstream.html")?.render(context! {
         r => Serde(&m.record),
-        holder => holder,
+        holder => Serde(holder),
         holder_page => super::record_page(holder),
         parent_page => parent_page,
         commit => index,
@@ -192,8 +230,8 @@ pub fn upstream(env: &Environment, catalog: &Catalog, replays: &Replays, k: u32)
 }
 
 /// The parent of record `n` of the series.
-fn holder_parent(catalog: &Catalog, n: u32) -> Result<u32> {
-    catalog.get(n)?.record.parent.with_context(|| format!("record #{n} has no parent"))
+fn holder_parent(catalog: &Catalog, n: RecordId) -> Result<RecordId> {
+    catalog.get(n)?.record.parent.with_context(|| format!("record {n} has no parent"))
 }
 
 /// One line of a diff, with the notes anchored at it.
@@ -281,7 +319,7 @@ pub fn record(
     catalog: &Catalog,
     series: &Series,
     replays: &Replays,
-    n: u32,
+    n: RecordId,
 ) -> Result<String> {
     let m = catalog.get(n)?;
     let parent = m.record.parent.map(|p| catalog.get(p)).transpose()?;
@@ -307,12 +345,13 @@ pub fn record(
         })
         .collect();
     let loose: Vec<NoteView> = loose.into_iter().map(note_view).collect();
-    let time_delta = parent.map(|p| {
+    // Times on other hardware (a1 on 2×RTX 4090 against #1 on 8×H100) do not compare.
+    let time_delta = parent.filter(|p| p.record.hardware == m.record.hardware).map(|p| {
         let d = m.record.official_time_s - p.record.official_time_s;
         format!(
-            "{d:+.1} s ({:+.1}%) vs #{} ({:.1} s)",
+            "{d:+.1} s ({:+.1}%) vs {} ({:.1} s)",
             100.0 * d / p.record.official_time_s,
-            p.record.number,
+            p.id(),
             p.record.official_time_s
         )
     });
@@ -331,9 +370,9 @@ pub fn record(
         }
     }
     let page = env.get_template("record.html")?.render(context! {
-        r => Serde(&m.record),
-        parent => Serde(parent.map(|p| &p.record)),
-        diff_page => Serde(parent.map(|p| super::diff_page(p.record.number, n))),
+        r => Serde(record_view(&m.record)),
+        parent => Serde(parent.map(|p| record_view(&p.record))),
+        diff_page => Serde(parent.map(|p| super::diff_page(p.id(), n))),
         time_delta => Serde(time_delta),
         commits => Serde(commit_views),
         loose => Serde(loose),
@@ -342,7 +381,7 @@ pub fn record(
         figures => Serde(figures),
         target => TARGET_VAL_LOSS,
         walk => Serde(match parent {
-            Some(p) => walk_view(replays, catalog, p.record.number, n)?,
+            Some(p) => walk_view(replays, catalog, p.id(), n)?,
             None => None,
         }),
     })?;
@@ -351,7 +390,7 @@ pub fn record(
 
 #[derive(Serialize)]
 struct SeriesRecord<'a> {
-    r: &'a RecordFacts,
+    r: RecordView<'a>,
     commits: Vec<(String, usize, usize)>,
 }
 
@@ -371,8 +410,8 @@ pub fn diff(
     catalog: &Catalog,
     series: &Series,
     repo: &Repository,
-    (a, tree_a): (u32, Oid),
-    (b, tree_b): (u32, Oid),
+    (a, tree_a): (RecordId, Oid),
+    (b, tree_b): (RecordId, Oid),
 ) -> Result<String> {
     let (ma, mb) = (catalog.get(a)?, catalog.get(b)?);
     let between: Vec<SeriesRecord> = series
@@ -380,7 +419,7 @@ pub fn diff(
         .iter()
         .map(|r| {
             Ok(SeriesRecord {
-                r: &catalog.get(r.number)?.record,
+                r: record_view(&catalog.get(r.number)?.record),
                 commits: r
                     .commits
                     .iter()
@@ -403,8 +442,8 @@ pub fn diff(
         }
     }
     Ok(env.get_template("diff.html")?.render(context! {
-        a => Serde(&ma.record),
-        b => Serde(&mb.record),
+        a => Serde(record_view(&ma.record)),
+        b => Serde(record_view(&mb.record)),
         between => Serde(between),
         recipe => Serde(recipe),
         files => Serde(file_views(0, &files_once[0], &placed)),
