@@ -260,6 +260,16 @@ pub struct Recipe {
     /// and Adam's eps see a larger gradient. A constant of the logged run, whatever our ranks.
     #[serde(default)]
     pub grad_sum_factor: Option<f64>,
+    /// The clock starts after this many steps, and step_avg divides by the steps after them
+    /// (Act 1's scripts: 10, leaving compile and warm-up out). None: after step 0 (llm.c), or at
+    /// step 0 after an untimed warmup.
+    #[serde(default)]
+    pub clock_from_step: Option<u64>,
+    /// The run reads only the first this many train shards by name, the loader wrapping round
+    /// them (Act 1's logs: 12, "1,200,000,000 across 12 files"). Full scale only: the lab reads
+    /// its own corpus whole.
+    #[serde(default)]
+    pub train_shards: Option<usize>,
     /// Tokens per validation sequence per reference rank, packed with document boundaries
     /// (upstream #29: 262,144). Only with the BOS loader.
     #[serde(default)]
@@ -381,15 +391,16 @@ impl Recipe {
         if let Some(steps) = steps {
             overrides.insert("steps".into(), toml::Value::Integer(steps as i64));
         }
-        let recipe = view.recipe.shrink(&overrides)?;
+        let recipe = view.recipe.shrink(&overrides, scale)?;
         recipe.validate()?;
         Ok(recipe)
     }
 
     /// The lab rule: take the override keys (`[lab]`, a step budget), then map every other key
     /// by its rule in the registry: step counts by the ratio of budgets, per-layer patterns to
-    /// the lab's layers, token lengths with seq_len.
-    fn shrink(&self, lab: &toml::Table) -> Result<Recipe> {
+    /// the lab's layers, token lengths with seq_len; at lab scale, drop the full run's data
+    /// choices.
+    fn shrink(&self, lab: &toml::Table, scale: Scale) -> Result<Recipe> {
         let base = toml::Table::try_from(self)?;
         let mut merged = base.clone();
         for (k, v) in lab {
@@ -411,7 +422,9 @@ impl Recipe {
             val_per_rank: out.val_tokens / out.reference_ranks.max(1),
         };
         for t in registry::REGISTRY {
-            if let Some(v) = merged.get_mut(t.key) {
+            if matches!(t.lab, registry::Lab::FullOnly) && scale == Scale::Lab {
+                merged.remove(t.key);
+            } else if let Some(v) = merged.get_mut(t.key) {
                 rule.apply(t.lab, v);
             }
         }

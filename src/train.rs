@@ -97,9 +97,9 @@ pub fn run_until(cfg: &RunConfig, stop_after: Option<u64>) -> Result<f64> {
         opt.restore(&saved)?;
     }
     let mut train = new_loader()?;
-    // llm.c leaves step 0 out of the clock as its kernel warmup; with an explicit warmup every
-    // step counts.
-    let first_timed = u64::from(schedule.untimed_warmup() == 0);
+    // llm.c leaves step 0 out of the clock as its kernel warmup, Act 1 ten steps; with an
+    // explicit warmup every step counts.
+    let first_timed = r.clock_from_step.unwrap_or(u64::from(schedule.untimed_warmup() == 0));
     let (mut train_ms, mut val_loss, mut tokens) = (0.0f64, f64::NAN, 0u64);
     for step in 0..=steps {
         let last = step == steps;

@@ -4,12 +4,14 @@ mod common;
 
 use common::build;
 use tch::{nn, Device, Kind, Tensor};
+use trainer::data::batches::{Train, Val};
 use trainer::model::attention::Attention;
 use trainer::model::dense::Dense;
 use trainer::model::mlp::Mlp;
 use trainer::model::params::{Groups, ParamSet};
 use trainer::optim::schedule::warmup_linear;
-use trainer::recipe::{Recipe, Scale};
+use trainer::recipe::{Recipe, Scale, Tokenizer};
+use trainer::train::run;
 
 fn a1(scale: Scale) -> Recipe {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/records/a1.toml");
@@ -72,6 +74,41 @@ fn the_lr_goes_up_for_256_steps_then_linearly_down_to_one_eleventh() {
         assert!((ours - script(it)).abs() < 1e-15, "step {it}: {ours} vs {}", script(it));
     }
     assert!((warmup_linear(24_576, 24_576, 256, r.min_lr_frac) - 1.0 / 11.0).abs() < 1e-15);
+}
+
+/// The logs' clock starts at step 10 and the runs read 12 train shards; at lab scale the ten
+/// steps map onto the budget (one step, as llm.c's) and the lab reads its own corpus whole.
+#[test]
+fn act1_clocks_from_step_10_over_12_shards_at_full_scale() {
+    for n in 1..=6 {
+        let path = format!("{}/records/a{n}.toml", env!("CARGO_MANIFEST_DIR"));
+        let full = Recipe::from_manifest(std::path::Path::new(&path), Scale::Full, None).unwrap();
+        let lab = Recipe::from_manifest(std::path::Path::new(&path), Scale::Lab, None).unwrap();
+        assert_eq!((full.clock_from_step, full.train_shards), (Some(10), Some(12)), "a{n}");
+        assert_eq!((lab.clock_from_step, lab.train_shards), (Some(1), None), "a{n}");
+    }
+}
+
+/// Steps before `clock_from_step` add no time, and step_avg divides by the steps after them.
+#[test]
+fn the_clock_starts_at_clock_from_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let tiny = common::lab_recipe(&format!("{}\nsteps = 8", common::TINY));
+    let recipe = Recipe { clock_from_step: Some(4), ..tiny };
+    let config = common::tiny_run(recipe, dir.path(), Some(dir.path().join("run")));
+    run(&config).unwrap();
+    let text = std::fs::read_to_string(dir.path().join("run/metrics.jsonl")).unwrap();
+    let times: Vec<f64> = (text.lines())
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["type"] == "train")
+        .map(|v| v["train_time_ms"].as_f64().unwrap())
+        .collect();
+    assert_eq!(times[..4], [0.0; 4], "steps 1-4 are off the clock");
+    assert!(times[4] > 0.0 && times[7] > times[4], "{times:?}");
+    let summary = std::fs::read_to_string(dir.path().join("run/summary.json")).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    let avg = summary["step_avg_ms"].as_f64().unwrap();
+    assert!((avg * 4.0 - times[7]).abs() < 1e-6, "step_avg {avg} over the 4 timed steps");
 }
 
 /// A dense layer built from `r` on `x`, and its parameters by name.
@@ -277,6 +314,32 @@ fn documents_open_at_each_eot_and_each_row() {
     let idx = Tensor::from_slice(&[1i64, 2, 9, 3, 4, 9, 5, 6, 7, 9, 8, 1]).view([2, 6]);
     let offsets = trainer::model::eot_docs::eot_offsets(&idx, 9).unwrap();
     assert_eq!(offsets, [0, 2, 5, 6, 9, 12]);
+}
+
+/// a6's rows come from the loader with their documents, in training and in validation: a row of
+/// 8 with an EOT at its 4th token is two documents of 3 and 5; without the mask (a5) a row is one.
+#[test]
+fn a6s_loader_hands_out_each_rows_documents() {
+    let eot = corpus::tokenizer::BYTE_BOS;
+    let dir = tempfile::tempdir().unwrap();
+    let tokens: Vec<u16> = (0..200).map(|i| if i % 10 == 3 { eot } else { i % 7 }).collect();
+    let file = dir.path().join("t_train_000000.bin");
+    corpus::shard::write_shard(&file, &tokens).unwrap();
+    let files = [file];
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/records/a6.toml");
+    let a6 = Recipe::from_manifest(std::path::Path::new(path), Scale::Lab, None).unwrap();
+    let a6 = Recipe { tokenizer: Tokenizer::Byte, seq_len: 8, batch_rows: 2, ..a6 };
+    let a6 = Recipe { reference_ranks: 1, val_tokens: 16, ..a6 };
+    let max_doc = |r: &Recipe| {
+        let mut train = Train::new(r, &files, 2, 0, 1).unwrap();
+        let step = train.next_step(1, (16, None), Device::Cpu).unwrap();
+        let val = Val::new(r, &files, 2, 0, 1).unwrap();
+        let val = val.batches(Device::Cpu).next().unwrap().unwrap();
+        [&step[0], &val].map(|m| m.docs.as_ref().map(|d| (d.total(), d.max_len())))
+    };
+    // rows [0, 8) and [8, 16): EOTs at 3 and 13 cut them into 3 + 5 and 5 + 3
+    assert_eq!(max_doc(&a6), [Some((16, 5)); 2]);
+    assert_eq!(max_doc(&Recipe { doc_mask: false, ..a6 }), [None; 2]);
 }
 
 /// a6's attention against a float64 reference of the script's FlexAttention mask: same

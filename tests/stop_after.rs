@@ -2,10 +2,7 @@
 //! which is how `records bench` and `records profile` time a stage of a record's real schedule.
 mod common;
 
-use trainer::device::Target;
-use trainer::dist::RankEnv;
-use trainer::recipe::Scale;
-use trainer::train::{run, run_until, RunConfig};
+use trainer::train::{run, run_until};
 
 /// (step, lr, loss) of every train line of a run's metrics.jsonl.
 fn train_lines(dir: &std::path::Path) -> Vec<(u64, f64, f64)> {
@@ -22,23 +19,9 @@ fn train_lines(dir: &std::path::Path) -> Vec<(u64, f64, f64)> {
 #[test]
 fn a_stopped_run_is_the_whole_runs_first_steps() {
     let dir = tempfile::tempdir().unwrap();
-    let tokens: Vec<u16> = (0..20_000u32).map(|i| (i * 7 % 251) as u16).collect();
-    let (val, train) = (dir.path().join("x_val_000000.bin"), dir.path().join("x_train_000001.bin"));
-    corpus::shard::write_shard(&val, &tokens[..5_000]).unwrap();
-    corpus::shard::write_shard(&train, &tokens[5_000..]).unwrap();
-    let small = "n_layer = 1\nn_embd = 32\nn_head = 2\nseq_len = 16\nmax_seq_len = 16\n\
-                 batch_rows = 4\nbatch_tokens = 64\nval_every = 100\nval_tokens = 64\n\
-                 warmup_steps = 2";
-    let config = |steps: u64, out: &str| RunConfig {
-        recipe: common::lab_recipe(&format!("{small}\nsteps = {steps}")),
-        scale: Scale::Lab,
-        record: None,
-        train_files: vec![train.clone()],
-        val_files: vec![val.clone()],
-        out: Some(dir.path().join(out)),
-        target: Target::cpu(),
-        ranks: RankEnv::single(),
-        header: vec![],
+    let config = |steps: u64, out: &str| {
+        let small = format!("{}\nwarmup_steps = 2\nsteps = {steps}", common::TINY);
+        common::tiny_run(common::lab_recipe(&small), dir.path(), Some(dir.path().join(out)))
     };
     run(&config(20, "whole")).unwrap();
     run_until(&config(20, "stopped"), Some(5)).unwrap();

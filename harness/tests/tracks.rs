@@ -475,3 +475,31 @@ fn export_import_and_capture_stay_on_the_main_track() {
         stdout(&out)
     );
 }
+
+/// head.patch that no longer matches the checkout is named as itself, not as #38's patch.
+#[test]
+fn a_stale_head_patch_is_named_as_head_patch() {
+    let f = Fixture::with_act1();
+    let newest = tempfile::tempdir().unwrap();
+    series::materialize_into(f.root(), id("38"), newest.path()).unwrap();
+    let model = series_fixture::MODEL_38.replace("h + 1.5", "h + 2.5");
+    let head = series_fixture::patch_on(
+        newest.path(),
+        &[("src/model.rs", Some(&model))],
+        "head: a technique Act 1 uses",
+        65,
+    );
+    f.write("patches/head.patch", &head);
+    f.write("src/model.rs", &series_fixture::MODEL_38.replace("h + 1.5", "h + 3.5"));
+    let out = f.records(&["series", "check"]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "the checkout's trainer beyond record #38, patches/head.patch commit 1/1 \
+             \"head: a technique Act 1 uses\" does not reverse-apply to the newer tree: \
+             src/model.rs: hunk `@@"
+        ) && err.trim_end().ends_with("; fix the hunk in patches/head.patch"),
+        "{err}"
+    );
+}

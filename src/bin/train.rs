@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use trainer::data::stream::first_shards;
 use trainer::device::Target;
 use trainer::dist::RankEnv;
 use trainer::model::Gpt;
@@ -179,6 +180,7 @@ fn main_inner(args: Args, ranks: RankEnv) -> Result<()> {
         })?;
     }
     let train_files = corpus::shard::shard_files(&data, "train").context("finding train shards")?;
+    let train_files = first_shards(train_files, recipe.train_shards, &data)?;
     let val_files = corpus::shard::shard_files(&data, "val").context("finding val shards")?;
     // "29" for records/29.toml; an Act 1 step keeps its name ("a3").
     let stem = args.manifest.file_stem().and_then(|s| s.to_str()).unwrap_or("?");

@@ -1,9 +1,11 @@
 //! The recipe's loaders behind one interface: llm.c's rows (record #1) or upstream's packed
-//! BOS-aligned sequences with document boundaries (#26, #29).
-use super::loader::{TrainLoader, ValLoader};
+//! BOS-aligned sequences with document boundaries (#26, #29). Rows carry documents only under
+//! Act 1's document mask (a6), cut at each EOT (src/model/eot_docs.rs).
+use super::loader::{Batch, TrainLoader, ValLoader};
 use super::packed::{BosLoader, Packed, PackedVal};
 use super::stream::{Reads, StreamLoader};
 use crate::model::attend::Docs;
+use crate::model::eot_docs::eot_docs;
 use crate::recipe::{Loader, Recipe, Tokenizer};
 use anyhow::{Context, Result};
 use corpus::tokenizer::{BYTE_BOS, GPT2_BOS};
@@ -23,8 +25,15 @@ impl Micro {
             .context("packed batch boundaries")?;
         Ok(Micro { inputs: p.inputs, targets: p.targets, docs: Some(docs) })
     }
+
+    /// Rows: one document per row, or a6's documents opening at each `eot`.
+    fn rows(b: Batch, eot: Option<i64>) -> Result<Micro> {
+        let docs = eot.map(|e| eot_docs(&b.inputs, e)).transpose()?;
+        Ok(Micro { inputs: b.inputs, targets: b.targets, docs })
+    }
 }
 
+/// The token that opens a document: GPT-2's EOT (50256), the byte corpus's separator.
 fn bos(r: &Recipe) -> u16 {
     match r.tokenizer {
         Tokenizer::Byte => BYTE_BOS,
@@ -32,7 +41,18 @@ fn bos(r: &Recipe) -> u16 {
     }
 }
 
-pub enum Train {
+/// Where rows' documents open when the recipe masks documents (a6), else None.
+fn doc_eot(r: &Recipe) -> Option<i64> {
+    r.doc_mask.then(|| i64::from(bos(r)))
+}
+
+pub struct Train {
+    source: TrainSource,
+    /// Rows' documents open at this token (a6's document mask).
+    eot: Option<i64>,
+}
+
+enum TrainSource {
     Rows(TrainLoader),
     Stream(StreamLoader),
     Bos(BosLoader),
@@ -47,20 +67,23 @@ impl Train {
         rank: usize,
         ranks: usize,
     ) -> Result<Train> {
-        Ok(match r.loader {
+        let source = match r.loader {
             Loader::Rows if r.stream_loader => {
                 // a4: a read per micro-batch of every reference rank.
                 let micro_reads = r.stream_micro_reads.then_some(r.batch_rows * r.reference_ranks);
                 let reads = Reads { rows: micro_reads, repeat_first: r.stream_repeat_first };
-                Train::Stream(StreamLoader::new(files, (r.seq_len, rows), (rank, ranks), reads)?)
+                let seq = (r.seq_len, rows);
+                TrainSource::Stream(StreamLoader::new(files, seq, (rank, ranks), reads)?)
             }
             Loader::Rows => {
-                Train::Rows(TrainLoader::new(files, r.seq_len, rows, rank, ranks, r.seed)?)
+                TrainSource::Rows(TrainLoader::new(files, r.seq_len, rows, rank, ranks, r.seed)?)
             }
             Loader::Bos => {
-                Train::Bos(BosLoader::new(files, rows * r.seq_len, r.seq_len, bos(r), rank, ranks)?)
+                let tokens = rows * r.seq_len;
+                TrainSource::Bos(BosLoader::new(files, tokens, r.seq_len, bos(r), rank, ranks)?)
             }
-        })
+        };
+        Ok(Train { source, eot: doc_eot(r) })
     }
 
     /// This rank's `accum` micro-batches of `tokens` each for the next optimizer step, documents
@@ -72,18 +95,15 @@ impl Train {
         (tokens, max_doc_len): (usize, Option<usize>),
         device: Device,
     ) -> Result<Vec<Micro>> {
-        match self {
-            Train::Rows(l) => Ok(l
-                .next_step(accum, device)
-                .into_iter()
-                .map(|b| Micro { inputs: b.inputs, targets: b.targets, docs: None })
-                .collect()),
-            Train::Stream(l) => Ok(l
-                .next_step(accum, device)?
-                .into_iter()
-                .map(|b| Micro { inputs: b.inputs, targets: b.targets, docs: None })
-                .collect()),
-            Train::Bos(l) => {
+        let eot = self.eot;
+        match &mut self.source {
+            TrainSource::Rows(l) => {
+                l.next_step(accum, device).into_iter().map(|b| Micro::rows(b, eot)).collect()
+            }
+            TrainSource::Stream(l) => {
+                l.next_step(accum, device)?.into_iter().map(|b| Micro::rows(b, eot)).collect()
+            }
+            TrainSource::Bos(l) => {
                 l.resize(tokens)?;
                 if let Some(n) = max_doc_len {
                     l.clip_docs(n)?;
@@ -94,7 +114,12 @@ impl Train {
     }
 }
 
-pub enum Val {
+pub struct Val {
+    source: ValSource,
+    eot: Option<i64>,
+}
+
+enum ValSource {
     Rows(ValLoader),
     Packed(PackedVal),
 }
@@ -109,23 +134,30 @@ impl Val {
         rank: usize,
         ranks: usize,
     ) -> Result<Val> {
-        Ok(match (r.loader, r.val_seq_len) {
+        let source = match (r.loader, r.val_seq_len) {
             (Loader::Bos, Some(n)) => {
                 let per_call = n.min(r.val_tokens / ranks);
-                Val::Packed(PackedVal::new(files, r.val_tokens, per_call, bos(r), rank, ranks)?)
+                ValSource::Packed(PackedVal::new(
+                    files,
+                    r.val_tokens,
+                    per_call,
+                    bos(r),
+                    rank,
+                    ranks,
+                )?)
             }
-            _ => Val::Rows(ValLoader::new(files, r.val_tokens, r.seq_len, rows, rank, ranks)?),
-        })
+            _ => {
+                ValSource::Rows(ValLoader::new(files, r.val_tokens, r.seq_len, rows, rank, ranks)?)
+            }
+        };
+        Ok(Val { source, eot: doc_eot(r) })
     }
 
     /// This rank's validation batches, made one at a time.
     pub fn batches(&self, device: Device) -> Box<dyn Iterator<Item = Result<Micro>> + '_> {
-        match self {
-            Val::Rows(l) => Box::new(
-                l.batches(device)
-                    .map(|b| Ok(Micro { inputs: b.inputs, targets: b.targets, docs: None })),
-            ),
-            Val::Packed(l) => Box::new(l.batches(device).map(Micro::packed)),
+        match &self.source {
+            ValSource::Rows(l) => Box::new(l.batches(device).map(|b| Micro::rows(b, self.eot))),
+            ValSource::Packed(l) => Box::new(l.batches(device).map(Micro::packed)),
         }
     }
 }

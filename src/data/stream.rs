@@ -10,8 +10,23 @@
 use super::loader::{open_all, to_batch, Batch};
 use anyhow::{bail, Result};
 use corpus::shard::Shard;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use tch::Device;
+
+/// The first `n` of `dir`'s train shards (sorted by name) when the recipe sets `train_shards`:
+/// Act 1's runs read 12 and wrapped round them, so more data would be another run.
+pub fn first_shards(files: Vec<PathBuf>, n: Option<usize>, dir: &Path) -> Result<Vec<PathBuf>> {
+    match n {
+        Some(n) if files.len() < n => bail!(
+            "{}: the recipe reads the first {n} train shards (train_shards = {n}) but the folder \
+             holds {}; `records data fineweb --train-shards {n}` fetches them",
+            dir.display(),
+            files.len()
+        ),
+        Some(n) => Ok(files.into_iter().take(n).collect()),
+        None => Ok(files),
+    }
+}
 
 pub struct StreamLoader {
     shards: Vec<Shard>,
@@ -166,6 +181,17 @@ mod tests {
             b.sort();
             assert_eq!(a, b);
         }
+    }
+
+    #[test]
+    fn train_shards_takes_the_first_by_name_or_names_what_is_missing() {
+        let files: Vec<PathBuf> = (1..=3).map(|i| format!("t_train_{i:06}.bin").into()).collect();
+        let dir = Path::new("/data/fineweb10B");
+        assert_eq!(first_shards(files.clone(), None, dir).unwrap(), files);
+        assert_eq!(first_shards(files.clone(), Some(2), dir).unwrap(), files[..2]);
+        let err = first_shards(files, Some(12), dir).unwrap_err().to_string();
+        assert!(err.starts_with("/data/fineweb10B: the recipe reads the first 12"), "{err}");
+        assert!(err.contains("holds 3") && err.contains("--train-shards 12"), "{err}");
     }
 
     #[test]

@@ -3,19 +3,8 @@
 //! `docs = (idx == eot).cumsum(1)` with attention only where query and key share an id. Rows are
 //! cut from the stream without regard to documents, so every row start opens one too.
 use super::attend::Docs;
-use crate::recipe::{Recipe, Tokenizer};
 use anyhow::{Context, Result};
-use corpus::tokenizer::{BYTE_BOS, GPT2_BOS};
 use tch::{Device, Kind, Tensor};
-
-/// The token that opens a document when the recipe masks documents, else None.
-pub fn doc_eot(r: &Recipe) -> Option<i64> {
-    let eot = match r.tokenizer {
-        Tokenizer::Gpt2 => GPT2_BOS,
-        Tokenizer::Byte => BYTE_BOS,
-    };
-    r.doc_mask.then_some(i64::from(eot))
-}
 
 /// idx: [B, T] token ids -> the documents of the flattened B·T tokens (one read of idx).
 pub fn eot_docs(idx: &Tensor, eot: i64) -> Result<Docs> {

@@ -7,7 +7,6 @@ use super::bigram_hash::BigramHash;
 use super::block::{Block, BlockIn, Residual};
 use super::builder::Builder;
 use super::embedding::Embedding;
-use super::eot_docs::{doc_eot, eot_docs};
 use super::head::{self, Head};
 use super::parallel_residuals::ParallelResiduals;
 use super::params::Param;
@@ -26,7 +25,8 @@ use tch::{nn, Kind, Tensor};
 /// What a forward pass runs on besides the tokens.
 #[derive(Default)]
 pub struct Ctx {
-    /// Documents of the packed sequence (BOS loader); None: every row is one sequence.
+    /// Documents of the packed sequence (BOS loader) or of a6's rows; None: every row is one
+    /// sequence.
     pub docs: Option<Docs>,
     /// (long, short) attention windows in tokens at this step.
     pub windows: (i64, i64),
@@ -57,8 +57,6 @@ pub struct Gpt {
     scalars: ScalarBank,
     /// Matmuls run in this kind (bf16 on CUDA, fp32 on CPU).
     compute: Kind,
-    /// Act 1's a6: the dense attention's documents open at this token.
-    doc_eot: Option<i64>,
 }
 
 impl Gpt {
@@ -105,7 +103,6 @@ impl Gpt {
             head,
             scalars,
             compute,
-            doc_eot: doc_eot(r),
         };
         (gpt, params)
     }
@@ -142,8 +139,7 @@ impl Gpt {
         let (mut kept, mut skipped) = (None, None);
         let windows =
             (ctx.windows, if ctx.yarn_window > 0 { ctx.yarn_window } else { ctx.windows.0 });
-        let eot_docs = self.doc_eot.map(|eot| eot_docs(idx, eot)).transpose()?;
-        let docs = ctx.docs.as_ref().or(eot_docs.as_ref());
+        let docs = ctx.docs.as_ref();
         // k counts the layers that run: an empty one (upstream #35's layer 0) is skipped whole.
         let running = self.blocks.iter().enumerate().filter(|(_, b)| !b.is_empty());
         for (k, (i, block)) in running.enumerate() {

@@ -219,12 +219,8 @@ impl Schedule {
             LrSchedule::WarmupLinear => {
                 warmup_linear(step, steps, self.warmup_steps, self.min_lr_frac)
             }
-            LrSchedule::WarmupStableDecay { .. } if step < self.warmup_steps => {
-                (step + 1) as f64 / self.warmup_steps as f64
-            }
-            LrSchedule::WarmupStableDecay { cooldown_frac } => {
-                stable_decay(step, steps, *cooldown_frac, self.min_lr_frac)
-            }
+            LrSchedule::WarmupStableDecay { cooldown_frac } => warmup_ramp(step, self.warmup_steps)
+                .unwrap_or_else(|| stable_decay(step, steps, *cooldown_frac, self.min_lr_frac)),
             LrSchedule::StableDecay { cooldown_frac } if self.extension > 0 => {
                 let x = (step as f64 / clock.max(1) as f64).min(0.9999);
                 stable_decay_at(x, *cooldown_frac, self.min_lr_frac)
@@ -415,11 +411,16 @@ impl Schedule {
     }
 }
 
+/// llm.c's warmup, kept through Act 1: `(step + 1)/warmup` over the first `warmup` steps.
+fn warmup_ramp(step: u64, warmup: u64) -> Option<f64> {
+    (step < warmup).then(|| (step + 1) as f64 / warmup as f64)
+}
+
 /// llm.c's schedule: linear warmup over `warmup` steps, then cosine decay to `min_lr_frac * lr`
 /// at the last step.
 pub fn warmup_cosine(step: u64, steps: u64, warmup: u64, lr: f64, min_lr_frac: f64) -> f64 {
-    if step < warmup {
-        return lr * (step + 1) as f64 / warmup as f64;
+    if let Some(ramp) = warmup_ramp(step, warmup) {
+        return lr * ramp;
     }
     let min_lr = lr * min_lr_frac;
     let decay_ratio = (step - warmup) as f64 / (steps - warmup).max(1) as f64;
@@ -430,8 +431,8 @@ pub fn warmup_cosine(step: u64, steps: u64, warmup: u64, lr: f64, min_lr_frac: f
 /// from 1 to `floor` at the last step: a1 writes it `(0.1 + 1 - d)/1.1`, d the decay's progress,
 /// which is floor = 1/11.
 pub fn warmup_linear(step: u64, steps: u64, warmup: u64, floor: f64) -> f64 {
-    if step < warmup {
-        return (step + 1) as f64 / warmup as f64;
+    if let Some(ramp) = warmup_ramp(step, warmup) {
+        return ramp;
     }
     let d = (step - warmup) as f64 / (steps - warmup).max(1) as f64;
     floor + (1.0 - d) * (1.0 - floor)

@@ -18,7 +18,7 @@ impl LabRule {
     pub fn apply(&self, lab: Lab, v: &mut toml::Value) {
         let tokens = |n: i64| (n * self.seq_len.1 as i64 / self.seq_len.0 as i64).max(1);
         match (lab, v) {
-            (Lab::Same | Lab::Kept | Lab::Table, _) => {}
+            (Lab::Same | Lab::Kept | Lab::Table | Lab::FullOnly, _) => {}
             (Lab::Steps, toml::Value::Integer(n)) => *n = map_steps(*n as u64, self.ratio) as i64,
             (Lab::Layers, toml::Value::String(p)) if p.chars().count() == self.layers.0 => {
                 *p = resample(p, self.layers.1)

@@ -21,6 +21,8 @@ pub enum Lab {
     Tokens,
     /// A validation length: scaled with seq_len, capped at the lab's val tokens per rank.
     ValTokens,
+    /// A choice of the full run's data that the lab's own corpus has no use for: dropped.
+    FullOnly,
     /// A table: the rules of its fields (the others are unchanged).
     Fields(&'static [(&'static str, Lab)]),
 }
@@ -191,6 +193,8 @@ pub const REGISTRY: &[Technique] = &[
     act1("no_bias", &[1, 2, 3, 4, 5, 6], &["attn_layers"]),
     act1("attn_branch_scale", &[1, 2, 3, 4, 5, 6], &["attn_layers"]),
     act1("grad_sum_factor", &[1, 2], &[]),
+    Technique { lab: Lab::Steps, ..act1("clock_from_step", &[1, 2, 3, 4, 5, 6], &[]) },
+    Technique { lab: Lab::FullOnly, ..act1("train_shards", &[1, 2, 3, 4, 5, 6], &[]) },
     Technique {
         lab: Lab::Fields(&[("ns_steps", Lab::Kept)]),
         ..act1("muon_classic", &[3, 4, 5, 6], &["muon", "attn_layers"])

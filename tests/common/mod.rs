@@ -3,14 +3,16 @@
 
 use std::collections::HashMap;
 use std::net::TcpListener;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::thread;
 use tch::{nn, Device, Kind};
+use trainer::device::Target;
 use trainer::dist::RankEnv;
 use trainer::dist::{self, Collectives};
 use trainer::model::params::Param;
 use trainer::model::Gpt;
 use trainer::recipe::{Recipe, Scale};
+use trainer::train::RunConfig;
 
 /// A manifest with record #1's full recipe and the given `[lab]` lines.
 pub fn manifest(lab: &str) -> String {
@@ -123,4 +125,28 @@ pub fn byte_document_shards(dir: &Path, seed: u64, total: usize) {
     }
     corpus::shard::write_shard(&dir.join("x_val_000000.bin"), &tokens[..20_000]).unwrap();
     corpus::shard::write_shard(&dir.join("x_train_000001.bin"), &tokens[20_000..]).unwrap();
+}
+
+/// The tiny model of the single-process run tests: one layer of 32, rows of 16, 64 tokens a step.
+pub const TINY: &str = "n_layer = 1\nn_embd = 32\nn_head = 2\nseq_len = 16\nmax_seq_len = 16\n\
+                        batch_rows = 4\nbatch_tokens = 64\nval_every = 100\nval_tokens = 64";
+
+/// A run of `recipe` on one CPU rank over a fixed token pattern written into `dir` (5,000 val,
+/// 15,000 train tokens), its files in `out` when given.
+pub fn tiny_run(recipe: Recipe, dir: &Path, out: Option<PathBuf>) -> RunConfig {
+    let tokens: Vec<u16> = (0..20_000u32).map(|i| (i * 7 % 251) as u16).collect();
+    let (val, train) = (dir.join("x_val_000000.bin"), dir.join("x_train_000001.bin"));
+    corpus::shard::write_shard(&val, &tokens[..5_000]).unwrap();
+    corpus::shard::write_shard(&train, &tokens[5_000..]).unwrap();
+    RunConfig {
+        recipe,
+        scale: Scale::Lab,
+        record: None,
+        train_files: vec![train],
+        val_files: vec![val],
+        out,
+        target: Target::cpu(),
+        ranks: RankEnv::single(),
+        header: vec![],
+    }
 }

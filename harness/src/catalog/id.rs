@@ -39,6 +39,8 @@ pub struct TrackDef {
     pub line: &'static str,
     /// Written before the number when a record is named (`#29`, `a3`).
     pub mark: &'static str,
+    /// What one of its records is called on a chart's axis.
+    pub unit: &'static str,
     /// Before the number in file stems and folders (`29.toml`, `a3.toml`), and the number's
     /// width there (two digits on main: `01.toml`).
     pub prefix: &'static str,
@@ -61,6 +63,7 @@ pub static TRACKS: [TrackDef; 2] = [
         name: "Main",
         line: "The world records on 8×H100",
         mark: "#",
+        unit: "upstream record",
         prefix: "",
         width: 2,
         hardware: "8xH100",
@@ -74,6 +77,7 @@ pub static TRACKS: [TrackDef; 2] = [
         name: "Act 1",
         line: "Act 1: Tyler Romero's 2×RTX 4090 steps from the llm.c baseline",
         mark: "a",
+        unit: "Act 1 step",
         prefix: "a",
         width: 1,
         hardware: "2xRTX4090",

@@ -155,7 +155,7 @@ pub fn charts(walk: &Walk, lab_target: Option<f64>) -> [Chart; 2] {
     }
     let loss = Chart {
         title: format!("{} -> {}: lab val loss at equal steps", walk.from, walk.to),
-        x: XAxis::Record,
+        x: XAxis::Record(walk.from.track),
         y: YAxis::ValLoss,
         source: Source::OursLab,
         curves,
@@ -167,7 +167,7 @@ pub fn charts(walk: &Walk, lab_target: Option<f64>) -> [Chart; 2] {
     };
     let time = Chart {
         title: format!("{} -> {}: official record time", walk.from, walk.to),
-        x: XAxis::Record,
+        x: XAxis::Record(walk.from.track),
         y: YAxis::Seconds,
         source: Source::Official,
         curves: vec![Curve {
@@ -228,5 +228,8 @@ mod tests {
         assert!(x == 55.0 && (y - 1.81).abs() < 1e-12, "{:?}", l.curves[0].points);
         assert_eq!(l.curves.len(), 3);
         assert_eq!(t.curves[0].points[2], (56.0, 114.0));
+        assert_eq!(l.x_label(), "upstream record (ours, lab scale)");
+        let act1 = Walk { from: "a1".parse().unwrap(), to: "a3".parse().unwrap(), ..walk };
+        assert_eq!(charts(&act1, None)[1].x_label(), "Act 1 step (official, full scale)");
     }
 }

@@ -24,27 +24,58 @@ pub struct Step<'a> {
     pub commits: usize,
     pub subject: &'a str,
     pub direction: Direction,
+    /// The commit is head.patch's (what the checkout has beyond `record`), not the record's own.
+    pub head: bool,
+}
+
+impl Step<'_> {
+    /// `patches/29.patch`, `patches/head.patch`.
+    fn patch(&self) -> String {
+        format!("patches/{}.patch", if self.head { "head".into() } else { self.record.slug() })
+    }
+
+    /// Where the commit sits and what failed, as the error's first words.
+    fn text(&self) -> String {
+        let verb = match self.direction {
+            Direction::Forward => "does not apply to the parent's tree",
+            Direction::Reverse => "does not reverse-apply to the newer tree",
+        };
+        let whose = match self.head {
+            true => format!("the checkout's trainer beyond record {}", self.record),
+            false => format!("record {}", self.record),
+        };
+        let (k, n, subject) = (self.commit, self.commits, self.subject);
+        format!("{whose}, {} commit {k}/{n} {subject:?} {verb}", self.patch())
+    }
+
+    /// How to mend it.
+    fn hint(&self) -> String {
+        let edit = match (self.head, self.record.track) {
+            (false, crate::catalog::Track::Main) => {
+                " (or edit the series with `records series export`/`import`)"
+            }
+            _ => "",
+        };
+        format!("fix the hunk in {}{edit}", self.patch())
+    }
 }
 
 #[derive(Debug, Error)]
 pub enum ApplyError {
-    #[error("{}: {file}: {}{reason}; {}", step_text(.record, .commit, .subject, .direction), hunk_text(.hunk), hint(.record))]
+    #[error("{step}: {file}: {}{reason}; {hint}", hunk_text(.hunk))]
     Hunk {
-        record: RecordId,
-        commit: String,
-        subject: String,
-        direction: Direction,
+        /// [`Step::text`] and [`Step::hint`] of the failing commit.
+        step: String,
+        hint: String,
         file: String,
-        /// The hunk header as written in `patches/NN.patch`.
+        /// The hunk header as written in the patch.
         hunk: Option<String>,
         reason: String,
     },
-    #[error("{}: {error}; {}", step_text(.record, .commit, .subject, .direction), hint(.record))]
+    #[error("{step}: {error}; {hint}")]
     Parse {
-        record: RecordId,
-        commit: String,
-        subject: String,
-        direction: Direction,
+        step: String,
+        hint: String,
         /// In the message, so not a `source` (that would print it twice).
         error: patch::PatchError,
     },
@@ -52,26 +83,8 @@ pub enum ApplyError {
     Git(#[from] git2::Error),
 }
 
-fn step_text(record: &RecordId, commit: &str, subject: &str, direction: &Direction) -> String {
-    let verb = match direction {
-        Direction::Forward => "does not apply to the parent's tree",
-        Direction::Reverse => "does not reverse-apply to the newer tree",
-    };
-    format!("record {record}, patches/{}.patch commit {commit} {subject:?} {verb}", record.slug())
-}
-
 fn hunk_text(hunk: &Option<String>) -> String {
     hunk.as_ref().map(|h| format!("hunk `{h}`: ")).unwrap_or_default()
-}
-
-fn hint(record: &RecordId) -> String {
-    let edit = match record.track {
-        crate::catalog::Track::Main => {
-            " (or edit the series with `records series export`/`import`)"
-        }
-        _ => "",
-    };
-    format!("fix the hunk in patches/{}.patch{edit}", record.slug())
 }
 
 /// A repository that lives in memory: trees are computed without touching the disk.
@@ -87,10 +100,8 @@ pub fn scratch_repo() -> Result<Repository, git2::Error> {
 #[allow(clippy::result_large_err)]
 pub fn apply(repo: &Repository, tree: Oid, diff: &str, step: &Step) -> Result<Oid, ApplyError> {
     let files = patch::parse(diff).map_err(|error| ApplyError::Parse {
-        record: step.record,
-        commit: format!("{}/{}", step.commit, step.commits),
-        subject: step.subject.to_string(),
-        direction: step.direction,
+        step: step.text(),
+        hint: step.hint(),
         error,
     })?;
     let text: String = match step.direction {
@@ -139,10 +150,8 @@ fn locate(
         files.iter().find(|f| f.new_path.as_deref() == Some(p) || f.old_path.as_deref() == Some(p))
     });
     ApplyError::Hunk {
-        record: step.record,
-        commit: format!("{}/{}", step.commit, step.commits),
-        subject: step.subject.to_string(),
-        direction: step.direction,
+        step: step.text(),
+        hint: step.hint(),
         file: file.map(|f| f.path().to_string()).or(path).unwrap_or_else(|| "?".into()),
         hunk: file.and_then(|f| hunk.and_then(|h| f.hunks.get(h))).map(|h| h.header()),
         reason: e.message().to_string(),

@@ -288,6 +288,7 @@ fn reverse(repo: &Repository, r: &super::Record, mut tree: Oid) -> Result<Oid> {
             commits: r.commits.len(),
             subject: &c.subject,
             direction: apply::Direction::Reverse,
+            head: false,
         };
         tree = apply::apply(repo, tree, &c.diff, &step)?;
     }

@@ -297,6 +297,7 @@ impl Series {
                 commits: self.head.len(),
                 subject: &c.subject,
                 direction: Direction::Reverse,
+                head: true,
             };
             tree = apply::apply(repo, tree, &c.diff, &step).map_err(SeriesError::from)?;
         }
@@ -311,6 +312,7 @@ impl Series {
                     commits: r.commits.len(),
                     subject: &c.subject,
                     direction: Direction::Reverse,
+                    head: false,
                 };
                 tree = apply::apply(repo, tree, &c.diff, &step).map_err(SeriesError::from)?;
             }
@@ -402,6 +404,7 @@ impl Series {
                 commits: r.commits.len(),
                 subject: &c.subject,
                 direction: Direction::Forward,
+                head: false,
             };
             tree = apply::apply(repo, tree, &c.diff, &step)?;
             out.push(tree);

@@ -5,7 +5,7 @@
 pub mod svg;
 pub mod term;
 
-use crate::catalog::{Manifest, RecordId, TARGET_VAL_LOSS};
+use crate::catalog::{Manifest, RecordId, Track, TARGET_VAL_LOSS};
 use crate::run::replays::Replay;
 use crate::verdict::runlog::ValPoint;
 
@@ -14,14 +14,14 @@ use crate::verdict::runlog::ValPoint;
 pub enum XAxis {
     Step,
     Seconds,
-    /// Upstream record numbers, along a walk (`records walk`).
-    Record,
+    /// The record numbers of a track, along a walk (`records walk`).
+    Record(Track),
 }
 
 impl XAxis {
     /// Steps and seconds count from 0; record numbers start at the walk's first record.
     pub fn from_zero(self) -> bool {
-        self != XAxis::Record
+        !matches!(self, XAxis::Record(_))
     }
 }
 
@@ -88,7 +88,7 @@ impl Chart {
         let what = match self.x {
             XAxis::Step => "step",
             XAxis::Seconds => "training time (s)",
-            XAxis::Record => "upstream record",
+            XAxis::Record(track) => track.def().unit,
         };
         format!("{what} ({})", self.source.describe())
     }
@@ -167,7 +167,7 @@ impl Chart {
                     .iter()
                     .filter(|v| v.val_loss.is_finite())
                     .filter_map(|v| match x {
-                        XAxis::Step | XAxis::Record => Some((v.step as f64, v.val_loss)),
+                        XAxis::Step | XAxis::Record(_) => Some((v.step as f64, v.val_loss)),
                         XAxis::Seconds => v.train_time_ms.map(|ms| (ms / 1000.0, v.val_loss)),
                     })
                     .collect();
@@ -224,7 +224,7 @@ pub fn official_curve(m: &Manifest, x: XAxis) -> Option<Curve> {
         return None;
     }
     let per_step = match x {
-        XAxis::Step | XAxis::Record => 1.0,
+        XAxis::Step | XAxis::Record(_) => 1.0,
         XAxis::Seconds => crate::verdict::stats::mean(&e.train_times_s)? / m.record.steps as f64,
     };
     Some(Curve {

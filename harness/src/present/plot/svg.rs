@@ -43,7 +43,7 @@ pub fn figure(chart: &Chart, size: (u32, u32)) -> Result<Figure> {
             .build_cartesian_2d(xr.clone(), yr.clone())
             .map_err(err)?;
         let x_dec = match chart.x {
-            XAxis::Record => 0, // record numbers
+            XAxis::Record(_) => 0, // record numbers
             _ => decimals(xr.end - xr.start),
         };
         let y_dec = decimals(yr.end - yr.start);
