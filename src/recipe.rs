@@ -270,6 +270,10 @@ pub struct Recipe {
     /// its own corpus whole.
     #[serde(default)]
     pub train_shards: Option<usize>,
+    /// Validation averages only the rows reference rank 0 reads (Act 1's a1: its script prints
+    /// rank 0's own mean, never all-reduced, over half of val_tokens).
+    #[serde(default)]
+    pub val_rank0_rows: bool,
     /// Tokens per validation sequence per reference rank, packed with document boundaries
     /// (upstream #29: 262,144). Only with the BOS loader.
     #[serde(default)]

@@ -86,6 +86,7 @@ fn act1_clocks_from_step_10_over_12_shards_at_full_scale() {
         let lab = Recipe::from_manifest(std::path::Path::new(&path), Scale::Lab, None).unwrap();
         assert_eq!((full.clock_from_step, full.train_shards), (Some(10), Some(12)), "a{n}");
         assert_eq!((lab.clock_from_step, lab.train_shards), (Some(1), None), "a{n}");
+        assert_eq!(full.val_rank0_rows, n == 1, "a{n}: only a1's val skips the all-reduce");
     }
 }
 

@@ -147,7 +147,13 @@ impl Val {
                 )?)
             }
             _ => {
-                ValSource::Rows(ValLoader::new(files, r.val_tokens, r.seq_len, rows, rank, ranks)?)
+                let l = ValLoader::new(files, r.val_tokens, r.seq_len, rows, rank, ranks)?;
+                // a1: reference rank 0's rows only, as its script prints them.
+                let l = match r.val_rank0_rows {
+                    true => l.reference_rank0(r.batch_rows, r.reference_ranks)?,
+                    false => l,
+                };
+                ValSource::Rows(l)
             }
         };
         Ok(Val { source, eot: doc_eot(r) })

@@ -128,6 +128,8 @@ pub struct ValLoader {
     rows_per_batch: usize,
     rank: usize,
     ranks: usize,
+    /// The rows evaluated, in order: all of them, or reference rank 0's (a1).
+    rows: Vec<usize>,
 }
 
 impl ValLoader {
@@ -154,15 +156,33 @@ impl ValLoader {
         if !val_tokens.is_multiple_of(per_batch) {
             bail!("recipe.val_tokens = {val_tokens} is not a multiple of batch_rows x seq_len x ranks = {per_batch}");
         }
-        Ok(ValLoader { tokens, seq_len, rows_per_batch, rank, ranks })
+        let rows = (0..val_tokens / seq_len).collect();
+        Ok(ValLoader { tokens, seq_len, rows_per_batch, rank, ranks, rows })
+    }
+
+    /// Only the rows upstream's rank 0 reads when `ranks` reference ranks take `b` rows each in
+    /// turn: rows [0, b), [ranks·b, ranks·b + b), ... (Act 1's a1 prints rank 0's own val loss,
+    /// never all-reduced). Our ranks still share them and average.
+    pub fn reference_rank0(mut self, b: usize, ranks: usize) -> Result<Self> {
+        self.rows.retain(|r| (r / b.max(1)).is_multiple_of(ranks.max(1)));
+        let per_batch = self.rows_per_batch * self.ranks;
+        if !self.rows.len().is_multiple_of(per_batch) {
+            bail!(
+                "reference rank 0's {} val rows do not split into batches of {} rows on {} ranks",
+                self.rows.len(),
+                self.rows_per_batch,
+                self.ranks
+            );
+        }
+        Ok(self)
     }
 
     /// Batches this rank evaluates; every rank gets the same number.
     pub fn batches(&self, device: Device) -> impl Iterator<Item = Batch> + '_ {
         let (t, b) = (self.seq_len, self.rows_per_batch);
-        let n_rows = (self.tokens.len() - 1) / t;
-        let my_rows: Vec<usize> = (self.rank..n_rows).step_by(self.ranks).collect();
-        let n_batches = n_rows / (b * self.ranks);
+        let my_rows: Vec<usize> =
+            self.rows.iter().copied().skip(self.rank).step_by(self.ranks).collect();
+        let n_batches = self.rows.len() / (b * self.ranks);
         (0..n_batches).map(move |i| {
             let mut buf = Vec::with_capacity(b * (t + 1));
             for &row in &my_rows[i * b..(i + 1) * b] {
@@ -264,5 +284,27 @@ mod tests {
         split.sort();
         assert_eq!(all, split);
         assert_eq!(all.len(), 16);
+    }
+
+    /// a1: of 16 rows read by two reference ranks 2 rows at a time, rank 0's are rows 0, 1, 4,
+    /// 5, ...; one rank or two of ours evaluate exactly those.
+    #[test]
+    fn val_rows_of_reference_rank_0() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = shard_with(dir.path(), "t_val_000000.bin", 200);
+        let val = |rank, ranks| {
+            let l = ValLoader::new(std::slice::from_ref(&f), 160, 10, 2, rank, ranks).unwrap();
+            rows(&l.reference_rank0(2, 2).unwrap().batches(Device::Cpu).collect::<Vec<_>>())
+        };
+        let one = val(0, 1);
+        assert_eq!(one, [0, 10, 40, 50, 80, 90, 120, 130]);
+        let mut two = val(0, 2);
+        two.extend(val(1, 2));
+        two.sort();
+        assert_eq!(two, one);
+        let l = ValLoader::new(&[f], 160, 10, 2, 0, 8).unwrap();
+        let err = l.reference_rank0(2, 2).err().unwrap().to_string();
+        let want = "reference rank 0's 8 val rows do not split into batches of 2 rows on 8 ranks";
+        assert_eq!(err, want);
     }
 }

@@ -195,6 +195,7 @@ pub const REGISTRY: &[Technique] = &[
     act1("grad_sum_factor", &[1, 2], &[]),
     Technique { lab: Lab::Steps, ..act1("clock_from_step", &[1, 2, 3, 4, 5, 6], &[]) },
     Technique { lab: Lab::FullOnly, ..act1("train_shards", &[1, 2, 3, 4, 5, 6], &[]) },
+    act1("val_rank0_rows", &[1], &["loader"]),
     Technique {
         lab: Lab::Fields(&[("ns_steps", Lab::Kept)]),
         ..act1("muon_classic", &[3, 4, 5, 6], &["muon", "attn_layers"])
