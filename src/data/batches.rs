@@ -137,14 +137,8 @@ impl Val {
         let source = match (r.loader, r.val_seq_len) {
             (Loader::Bos, Some(n)) => {
                 let per_call = n.min(r.val_tokens / ranks);
-                ValSource::Packed(PackedVal::new(
-                    files,
-                    r.val_tokens,
-                    per_call,
-                    bos(r),
-                    rank,
-                    ranks,
-                )?)
+                let packed = PackedVal::new(files, r.val_tokens, per_call, bos(r), rank, ranks)?;
+                ValSource::Packed(packed)
             }
             _ => {
                 let l = ValLoader::new(files, r.val_tokens, r.seq_len, rows, rank, ranks)?;
