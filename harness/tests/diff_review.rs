@@ -78,14 +78,6 @@ fn diff_parts_are_selected_by_flags() {
     assert!(code.contains("Code #1 → #29") && code.contains("+++ b/src/value_embed.rs"), "{code}");
     assert!(!code.contains("Commits from") && !code.contains("Recipe #1"), "{code}");
 
-    let same = run_ok(&f, &["diff", "29", "29"]);
-    assert!(
-        same.contains("(none: same record)")
-            && same.contains("(no recipe changes)")
-            && same.contains("(the trees are identical)"),
-        "{same}"
-    );
-
     let out = f.records(&["diff", "1", "99"]);
     assert!(!out.status.success());
     assert!(
@@ -219,4 +211,12 @@ fn diff_puts_the_facts_side_by_side() {
     let text = run_ok(&f, &["diff", "1", "29", "--recipe"]);
     let row = text.lines().find(|l| l.contains("ours, lab: train time")).expect(&text);
     assert!(row.contains("12.5 s / 100 steps   ") && !row.contains("/ 10 steps"), "{row}");
+}
+
+#[test]
+fn diff_of_a_record_with_itself_is_refused() {
+    let f = Fixture::new();
+    let out = f.records(&["diff", "29", "29"]);
+    assert!(!out.status.success() && stdout(&out).is_empty());
+    assert!(stderr(&out).contains("the same record on both sides"), "{}", stderr(&out));
 }

@@ -3,6 +3,8 @@
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
+mod sandbox;
+
 #[test]
 fn a_silent_server_times_out_with_a_retry_message() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -16,15 +18,12 @@ fn a_silent_server_times_out_with_a_retry_message() {
     });
     let dest = tempfile::tempdir().unwrap();
     let started = Instant::now();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_records"))
+    let out = sandbox::Sandbox::new()
+        .records()
         .args(["data", "fineweb", "--train-shards", "1", "--timeout", "2"])
         .args(["--endpoint", &format!("http://127.0.0.1:{port}")])
         .arg("--dest")
         .arg(dest.path())
-        .env_remove("HTTP_PROXY")
-        .env_remove("http_proxy")
-        .env_remove("ALL_PROXY")
-        .env_remove("all_proxy")
         .output()
         .unwrap();
     let waited = started.elapsed();

@@ -3,8 +3,8 @@
 //! the trainer's own step time, the traces loadable, the two tables side by side.
 use records::profile::{self, Category};
 use serde_json::{json, Value};
-use std::path::Path;
-use std::process::Command;
+
+mod sandbox;
 
 fn op(name: &str, ts: f64, dur: f64, seq: Option<i64>, ext: Option<i64>) -> Value {
     let mut args = json!({});
@@ -108,21 +108,10 @@ fn a_file_that_is_not_a_profile_trace_is_refused() {
     assert!(err.contains("no `step N | stage` range"), "{err}");
 }
 
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
-}
-
 #[test]
 fn profile_of_29_against_1_adds_up_to_the_step_time_and_writes_traces() {
-    let results = tempfile::tempdir().unwrap();
-    let lock = results.path().join("lock");
-    let out = Command::new(env!("CARGO_BIN_EXE_records"))
-        .args(["profile", "29", "--compare", "1", "--steps", "2", "-v", "--results"])
-        .arg(results.path())
-        .env("RECORDS_ROOT", repo())
-        .env("RECORDS_TIMING_LOCK", &lock)
-        .output()
-        .unwrap();
+    let sandbox = sandbox::Sandbox::new();
+    let out = sandbox.run(&["profile", "29", "--compare", "1", "--steps", "2", "-v"]);
     let (stdout, stderr) =
         (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "profile failed:\n{stderr}\n{stdout}");
@@ -132,7 +121,8 @@ fn profile_of_29_against_1_adds_up_to_the_step_time_and_writes_traces() {
     }
     assert!(stdout.contains("#29 (lab,") && stdout.contains("#1 (lab,"), "{stdout}");
 
-    let run = std::fs::read_dir(results.path().join("profile")).unwrap().next().unwrap().unwrap();
+    let run =
+        std::fs::read_dir(sandbox.results().join("profile")).unwrap().next().unwrap().unwrap();
     let json: Value =
         serde_json::from_str(&std::fs::read_to_string(run.path().join("profile.json")).unwrap())
             .unwrap();

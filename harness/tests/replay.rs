@@ -3,30 +3,30 @@
 //! (the newest trainer with the record's recipe) must give exactly the same losses as the
 //! record's own tree, and two CPU ranks the same losses as one (record #1; #29's packed batches
 //! are cut differently for two ranks). A rank killed mid-run ends the job, naming the rank.
+mod sandbox;
+
+use sandbox::{checkout, Sandbox};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
-}
-
 /// The losses of every `step:` line of the one run of `record` under `results/NN/`.
 /// `[lab_target] val_loss` of records/NN.toml as the verdict prints it.
 fn lab_target(record: u32) -> String {
-    let text = std::fs::read_to_string(repo().join(format!("records/{record:02}.toml"))).unwrap();
+    let text =
+        std::fs::read_to_string(checkout().join(format!("records/{record:02}.toml"))).unwrap();
     let table: toml::Table = toml::from_str(&text).unwrap();
     format!("{:.4}", table["lab_target"]["val_loss"].as_float().unwrap())
 }
 
-fn replay(record: u32, results: &Path, extra: &[&str]) -> Vec<String> {
-    let out = Command::new(env!("CARGO_BIN_EXE_records"))
-        .args(["replay", &record.to_string(), "--steps", "3", "--results"])
-        .arg(results)
+fn replay(record: u32, sandbox: &Sandbox, extra: &[&str]) -> Vec<String> {
+    let out = sandbox
+        .records()
+        .args(["replay", &record.to_string(), "--steps", "3"])
         .args(extra)
-        .env("RECORDS_ROOT", repo())
         .output()
         .unwrap();
+    let results = sandbox.results();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -60,9 +60,8 @@ fn replay(record: u32, results: &Path, extra: &[&str]) -> Vec<String> {
 /// Replays `record` from its own tree and with `--head`: they must give the same losses, which
 /// are returned.
 fn tree_and_head_agree(record: u32) -> Vec<String> {
-    let (tree, head) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let a = replay(record, tree.path(), &[]);
-    let b = replay(record, head.path(), &["--head"]);
+    let a = replay(record, &Sandbox::new(), &[]);
+    let b = replay(record, &Sandbox::new(), &["--head"]);
     assert_eq!(a.len(), 5, "val at 0, 3 train steps, val at 3: {a:?}");
     assert_eq!(a, b, "record #{record}'s tree and the newest trainer disagree");
     a
@@ -70,8 +69,7 @@ fn tree_and_head_agree(record: u32) -> Vec<String> {
 
 /// The losses of `record` on two CPU ranks.
 fn two_ranks(record: u32) -> Vec<String> {
-    let two = tempfile::tempdir().unwrap();
-    replay(record, two.path(), &["--ranks", "2"])
+    replay(record, &Sandbox::new(), &["--ranks", "2"])
 }
 
 #[test]
@@ -161,11 +159,10 @@ fn rank_pid(parent: u32, rank: usize) -> Option<u32> {
 
 #[test]
 fn a_killed_rank_ends_the_job_naming_it() {
-    let results = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_records"))
-        .args(["replay", "1", "--ranks", "2", "--steps", "500", "--results"])
-        .arg(results.path())
-        .env("RECORDS_ROOT", repo())
+    let sandbox = Sandbox::new();
+    let mut child = sandbox
+        .records()
+        .args(["replay", "1", "--ranks", "2", "--steps", "500"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -197,7 +194,7 @@ fn a_killed_rank_ends_the_job_naming_it() {
     std::thread::sleep(Duration::from_millis(500)); // let init reap it
     assert!(!Path::new(&format!("/proc/{survivor}")).exists(), "rank 0 was left running");
     assert!(
-        std::fs::read_dir(results.path().join("01")).map_or(true, |mut d| d.next().is_none()),
+        std::fs::read_dir(sandbox.results().join("01")).map_or(true, |mut d| d.next().is_none()),
         "a failed replay leaves no results"
     );
 }

@@ -97,11 +97,10 @@ impl Lab {
     }
 
     fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_records"));
+        let mut c = self.f.command();
         c.args(args)
             .args(["--data", self.data.to_str().unwrap()])
             .args(["--results", self.results.to_str().unwrap()])
-            .env("RECORDS_ROOT", self.f.root())
             .env("CARGO_TARGET_DIR", self.target.path())
             .env("LIBTORCH", "/nonexistent") // the fake trainer links no libtorch
             .envs(env.iter().copied());
@@ -320,12 +319,19 @@ fn the_lab_target_is_measured_once_per_cpu_and_named_in_the_verdict() {
         assert!(out.status.success(), "{args:?} on {cpu}: {}", stderr(&out));
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
-    // The reference record's own whole-budget replay measures its CPU's target: REACHED at it.
+    // The reference record's own whole-budget replay measures its CPU's target, and says it is
+    // the baseline, not a verdict.
     let out = on("CPU A", "2.1000", &["replay", "1"]);
     assert!(
-        out.contains("REACHED (target val loss 2.1 ") && out.contains("#1's lab result on CPU A"),
+        out.contains("BASELINE: this run sets #1's lab target on CPU A: 2.1\n")
+            && out.contains("#1's lab result on CPU A")
+            && out.contains("nothing was compared. Next: `records replay 29`")
+            && !out.contains("REACHED"),
         "{out}"
     );
+    let verdict = std::fs::read_dir(lab.results.join("01")).unwrap().next().unwrap().unwrap();
+    let verdict = std::fs::read_to_string(verdict.path().join("verdict.json")).unwrap();
+    assert!(verdict.contains("\"sets_target\": \"#1\""), "{verdict}");
     // Kept: a later replay on the same CPU is judged against it, not against its own loss.
     let out = on("CPU A", "2.2000", &["replay", "1"]);
     assert!(out.contains("NOT REACHED (target val loss 2.1 "), "{out}");
@@ -409,7 +415,7 @@ fn flag_values_that_cannot_work_are_refused_naming_the_flag() {
     let out = lab.command(&["replay", "1", "--steps", "0"], &[]).output().unwrap();
     println!("steps: {}", stderr(&out).lines().next().unwrap());
     // The budget's default is the record's own, not one number for all.
-    let help = Command::new(env!("CARGO_BIN_EXE_records")).args(["replay", "--help"]).output();
+    let help = Fixture::new().command().args(["replay", "--help"]).output();
     let help = String::from_utf8(help.unwrap().stdout).unwrap();
     let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(help.contains("[default: the record's, from its manifest"), "{help}");

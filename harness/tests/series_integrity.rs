@@ -243,13 +243,8 @@ fn a_closed_pipe_ends_the_output_quietly() {
     let f = Fixture::new();
     for args in [&["diff", "1", "38"][..], &["show", "29"], &["review", "29"], &["series", "check"]]
     {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_records"))
-            .args(args)
-            .env("RECORDS_ROOT", f.root())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child =
+            f.command().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         drop(child.stdout.take()); // `| head -0`: the reader is gone before the first line
         let mut err = String::new();
         child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
@@ -267,9 +262,8 @@ fn a_closed_pipe_ends_the_output_quietly() {
 /// what it reads into `paged`.
 fn on_a_terminal(f: &Fixture, args: &str, paged: &std::path::Path) -> std::process::Output {
     let cmd = format!("{} {args}", env!("CARGO_BIN_EXE_records"));
-    Command::new("script")
+    series_fixture::sandbox::hermetic(Command::new("script"), f.root(), f.root())
         .args(["-qec", &cmd, "/dev/null"])
-        .env("RECORDS_ROOT", f.root())
         .env("PAGER", format!("cat > {}", paged.display()))
         .stdin(Stdio::null())
         .output()
@@ -293,9 +287,9 @@ fn long_output_on_a_terminal_goes_through_the_pager() {
     assert!(stdout(&out).contains("src/model.rs"));
 
     // Not a terminal: no pager.
-    let out = Command::new(env!("CARGO_BIN_EXE_records"))
+    let out = f
+        .command()
         .args(["diff", "1", "38"])
-        .env("RECORDS_ROOT", f.root())
         .env("PAGER", format!("cat > {}", paged.display()))
         .output()
         .unwrap();

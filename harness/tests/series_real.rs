@@ -2,19 +2,14 @@
 //! passes; a review note whose line moved away from its anchor, a commit that ports another
 //! upstream record than its row, and one corrupted hunk of patches/29.patch, are each reported
 //! precisely.
-use std::path::Path;
-use std::process::{Command, Output};
+mod sandbox;
 
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
-}
+use sandbox::{checkout, Sandbox};
+use std::path::Path;
+use std::process::Output;
 
 fn check(root: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_records"))
-        .args(["series", "check"])
-        .env("RECORDS_ROOT", root)
-        .output()
-        .unwrap()
+    Sandbox::new().records_at(root).args(["series", "check"]).output().unwrap()
 }
 
 /// Replaces the one occurrence of `old` in `path` with `new`; returns the file as it was.
@@ -28,7 +23,7 @@ fn edit_once(path: &Path, old: &str, new: &str) -> String {
 #[test]
 fn the_real_series_checks_and_a_corrupted_hunk_of_29_is_named() {
     let dir = tempfile::tempdir().unwrap();
-    git2::Repository::clone(repo().to_str().unwrap(), dir.path()).unwrap();
+    git2::Repository::clone(checkout().to_str().unwrap(), dir.path()).unwrap();
     let out = check(dir.path());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}\n{text}", String::from_utf8_lossy(&out.stderr));
@@ -81,7 +76,7 @@ fn the_real_series_checks_and_a_corrupted_hunk_of_29_is_named() {
 #[test]
 fn a_changed_removed_line_of_62_is_blamed_on_62() {
     let dir = tempfile::tempdir().unwrap();
-    git2::Repository::clone(repo().to_str().unwrap(), dir.path()).unwrap();
+    git2::Repository::clone(checkout().to_str().unwrap(), dir.path()).unwrap();
     let patch = dir.path().join("patches/62.patch");
     let text = std::fs::read_to_string(&patch).unwrap();
     // A removed line of a hunk (not a `- ` bullet of a commit message).
@@ -100,17 +95,83 @@ fn a_changed_removed_line_of_62_is_blamed_on_62() {
     let changed = format!("{}#", &line[..line.len() - 1]);
     std::fs::write(&patch, text.replace(&format!("\n{line}\n"), &format!("\n{changed}\n")))
         .unwrap();
+    let sandbox = Sandbox::new();
     for args in [&["series", "check"][..], &["series", "tree", "54"]] {
-        let out = Command::new(env!("CARGO_BIN_EXE_records"))
-            .args(args)
-            .env("RECORDS_ROOT", dir.path())
-            .output()
-            .unwrap();
+        let out = sandbox.records_at(dir.path()).args(args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stdout));
         assert!(err.contains("records/54.toml: record.tree = "), "{args:?}: {err}");
         assert!(err.contains("reverse-applying patches/62.patch gives #54 the tree"), "{err}");
         assert!(!err.contains("46.patch"), "{args:?}: {err}");
     }
-    assert!(!dir.path().join("target/records/trees/54").exists());
+    // The trees are shared between tests: #54's there, if any, is the recorded one.
+    assert_recorded_or_absent(&sandbox, dir.path(), "54");
+    assert!(!dir.path().join("target").exists());
+}
+
+/// `NN`'s tree in the sandbox is absent or the one its manifest in `root` records.
+fn assert_recorded_or_absent(sandbox: &Sandbox, root: &Path, n: &str) {
+    let marker = sandbox.path().join(format!("target/records/trees/{n}/.records-tree"));
+    if let Ok(id) = std::fs::read_to_string(marker) {
+        let manifest = std::fs::read_to_string(root.join(format!("records/{n}.toml"))).unwrap();
+        assert!(manifest.contains(&format!("tree = \"{}\"", id.trim())), "#{n}'s tree: {id}");
+    }
+}
+
+/// A manifest whose `tree =` line is gone is refused by every command that makes its tree, even
+/// when a patch below it was corrupted too (nothing checks such a tree, so nothing builds it).
+#[test]
+fn a_record_without_a_tree_id_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    git2::Repository::clone(checkout().to_str().unwrap(), dir.path()).unwrap();
+    let manifest = dir.path().join("records/54.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let tree = text.lines().find(|l| l.starts_with("tree = ")).unwrap().to_string();
+    std::fs::write(&manifest, text.replace(&format!("{tree}\n"), "")).unwrap();
+    let sandbox = Sandbox::new();
+    for args in
+        [&["series", "check"][..], &["series", "tree", "54"], &["replay", "54", "--steps", "3"]]
+    {
+        let out = sandbox.records_at(dir.path()).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stdout));
+        assert!(
+            err.contains("records/54.toml: no `tree = \"<git tree id>\"` in [record]"),
+            "{err}"
+        );
+        assert!(!err.contains("Compiling"), "{args:?} built: {err}");
+    }
+    let marker = sandbox.path().join("target/records/trees/54/.records-tree");
+    let id = tree.trim_start_matches("tree = \"").trim_end_matches('"');
+    assert!(std::fs::read_to_string(marker).map_or(true, |m| m.trim() == id), "a tree was made");
+}
+
+/// A tree id edited in one manifest is blamed on that manifest (the older records' trees still
+/// match theirs), not on the patch above it; an id that is no git id is called malformed.
+#[test]
+fn a_wrong_tree_id_is_blamed_on_its_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    git2::Repository::clone(checkout().to_str().unwrap(), dir.path()).unwrap();
+    let manifest = dir.path().join("records/62.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let line = text.lines().find(|l| l.starts_with("tree = ")).unwrap().to_string();
+    let id = line.trim_start_matches("tree = \"").trim_end_matches('"').to_string();
+    let flipped = format!("{}{}", if id.starts_with('0') { "1" } else { "0" }, &id[1..]);
+    std::fs::write(&manifest, text.replace(&id, &flipped)).unwrap();
+    for args in [&["series", "check"][..], &["series", "tree", "62"]] {
+        let out = Sandbox::new().records_at(dir.path()).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(err.contains(&format!("records/62.toml: record.tree = {flipped}")), "{err}");
+        assert!(err.contains("the manifest's id is wrong"), "{args:?}: {err}");
+        assert!(err.contains(&format!("Put back tree = \"{id}\"")), "{args:?}: {err}");
+        assert!(!err.contains("63.patch"), "{args:?}: {err}");
+    }
+    std::fs::write(&manifest, text.replace(&id, "deadbeef")).unwrap();
+    let out = check(dir.path());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("record.tree = \"deadbeef\" is not a git tree id (40 hex digits)"),
+        "{err}"
+    );
 }

@@ -1,19 +1,12 @@
 //! `records show N`: the recipe as the manifest writes it (comments, inline tables), the
 //! official t-test stated as what it tests, and `--lab`: the recipe the trainer runs; and
 //! `show`, `review` and `diff` of an upstream record inside a step, on the real manifests.
-use std::path::Path;
-use std::process::{Command, Output};
+mod sandbox;
 
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
-}
+use std::process::Output;
 
 fn records(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_records"))
-        .args(args)
-        .env("RECORDS_ROOT", repo())
-        .output()
-        .unwrap()
+    sandbox::Sandbox::new().run(args)
 }
 
 /// The output of a command that must succeed.
@@ -40,7 +33,7 @@ fn show_prints_the_recipe_as_written() {
     let out = records(&["show", "29"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
-    let manifest = std::fs::read_to_string(repo().join("records/29.toml")).unwrap();
+    let manifest = std::fs::read_to_string(sandbox::checkout().join("records/29.toml")).unwrap();
     let recipe = written_recipe(&manifest);
     assert!(recipe.iter().any(|l| l.contains('#')), "the manifest's recipe has comments");
     assert!(recipe.iter().any(|l| l.contains(" = { ")), "and inline tables");

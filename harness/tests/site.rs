@@ -7,8 +7,12 @@ use scraper::{ElementRef, Html, Selector};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod sandbox;
+
+use sandbox::Sandbox;
+
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    sandbox::checkout()
 }
 
 /// A lab replay of #29 under `results/29/`, as `records replay` writes it: the run's
@@ -42,24 +46,17 @@ fn smoke_replay(results: &Path, n: u32) {
 
 /// Writes the site for the checkout, with the replays above (#29's whole and a newer smoke
 /// run, #53's smoke run alone), into a temp folder.
-fn build_site() -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let (results, out) = (tmp.path().join("results"), tmp.path().join("site"));
+fn build_site() -> (Sandbox, PathBuf) {
+    let sandbox = Sandbox::new();
+    let (results, out) = (sandbox.results(), sandbox.path().join("site"));
     lab_replay(&results);
     smoke_replay(&results, 29);
     smoke_replay(&results, 53);
-    let o = Command::new(env!("CARGO_BIN_EXE_records"))
-        .env("RECORDS_ROOT", root())
-        .arg("site")
-        .arg(&out)
-        .arg("--results")
-        .arg(&results)
-        .output()
-        .unwrap();
+    let o = sandbox.records().arg("site").arg(&out).output().unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
     eprintln!("{stdout}");
-    (tmp, out)
+    (sandbox, out)
 }
 
 fn sel(s: &str) -> Selector {
@@ -228,7 +225,9 @@ fn chromium(page: &Path, args: &[String]) -> String {
 #[test]
 fn chromium_renders_the_index_and_record_29() {
     if !Path::new(CHROMIUM).exists() {
-        eprintln!("SKIPPED: {CHROMIUM} is missing; `apt-get install -y chromium` (.ci/run does)");
+        sandbox::skip(&format!(
+            "{CHROMIUM} is missing; `apt-get install -y chromium` (.ci/run does)"
+        ));
         return;
     }
     let (_tmp, out) = build_site();
@@ -262,18 +261,11 @@ fn chromium_renders_the_index_and_record_29() {
 
 #[test]
 fn a_page_that_cannot_be_written_is_named_and_leaves_no_temp_file() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("site");
+    let sandbox = Sandbox::new();
+    let out = sandbox.path().join("site");
     // A folder where the page of #29 goes: the rename into place fails.
     std::fs::create_dir_all(out.join("29.html/in-the-way")).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_records"))
-        .env("RECORDS_ROOT", root())
-        .arg("site")
-        .arg(&out)
-        .arg("--results")
-        .arg(tmp.path().join("results"))
-        .output()
-        .unwrap();
+    let o = sandbox.records().arg("site").arg(&out).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success(), "{err}");
     assert!(err.contains(&format!("writing {}", out.join("29.html").display())), "{err}");
@@ -283,4 +275,24 @@ fn a_page_that_cannot_be_written_is_named_and_leaves_no_temp_file() {
         .filter(|n| n.contains(".tmp-"))
         .collect();
     assert!(left.is_empty(), "temp files left: {left:?}");
+}
+
+/// A replay whose metrics.jsonl was cut is named in a warning and left out of its page; every
+/// page is still written.
+#[test]
+fn a_cut_metrics_file_leaves_out_its_run_not_the_site() {
+    let sandbox = Sandbox::new();
+    let results = sandbox.results();
+    lab_replay(&results);
+    let run = results.join("29/20261201T090000Z-4242-lab/run-1/metrics.jsonl");
+    let text = std::fs::read_to_string(&run).unwrap();
+    std::fs::write(&run, &text[..text.len() / 2]).unwrap();
+    let out = sandbox.path().join("site");
+    let o = sandbox.records().arg("site").arg(&out).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("run-1/metrics.jsonl: line ") && err.contains("is damaged"), "{err}");
+    for page in ["index.html", "01.html", "29.html", "84.html"] {
+        assert!(out.join(page).is_file(), "{page}");
+    }
 }

@@ -2,21 +2,15 @@
 //! record's own tree, runs its trainer in interleaved rounds and writes bench.json. Here this test
 //! process holds the timing lock, so both run with --no-lock and must say that their times are
 //! not comparable (tests/timing_lock.rs covers waiting).
+mod sandbox;
+
+use sandbox::Sandbox;
 use std::fs::File;
 use std::path::Path;
-use std::process::Command;
 
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
-}
-
-fn records(args: &[&str], lock: &Path) -> (String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_records"))
-        .args(args)
-        .env("RECORDS_ROOT", repo())
-        .env("RECORDS_TIMING_LOCK", lock)
-        .output()
-        .unwrap();
+/// `records args` in `sandbox`, whose timing lock this test holds.
+fn records(sandbox: &Sandbox, args: &[&str]) -> (String, String) {
+    let out = sandbox.run(args);
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -34,16 +28,12 @@ fn only_entry(dir: &Path) -> std::path::PathBuf {
 
 #[test]
 fn bench_of_1_29_and_46_interleaves_rounds_and_counts_each_stages_true_tokens() {
-    let tmp = tempfile::tempdir().unwrap();
-    let lock = tmp.path().join("timing.lock");
-    let held = File::create(&lock).unwrap();
+    let sandbox = Sandbox::new();
+    let held = File::create(sandbox.lock()).unwrap();
     held.lock().unwrap();
-    let results = tmp.path().join("results");
+    let results = sandbox.results();
     let bench = ["bench", "1", "29", "46", "--rounds", "2", "--steps", "2", "--warmup", "1"];
-    let (stdout, stderr) = records(
-        &[&bench[..], &["--no-lock", "--results", results.to_str().unwrap()]].concat(),
-        &lock,
-    );
+    let (stdout, stderr) = records(&sandbox, &[&bench[..], &["--no-lock"]].concat());
     // Interleaved: round 1 runs #1, #29 then #46, then round 2 does.
     let order: Vec<&str> = stderr.lines().filter(|l| l.starts_with("records: round ")).collect();
     assert_eq!(order.len(), 6, "{stderr}");
@@ -88,15 +78,11 @@ fn bench_of_1_29_and_46_interleaves_rounds_and_counts_each_stages_true_tokens() 
 
 #[test]
 fn replay_without_the_lock_beside_a_holder_says_not_comparable() {
-    let tmp = tempfile::tempdir().unwrap();
-    let lock = tmp.path().join("timing.lock");
-    let held = File::create(&lock).unwrap();
+    let sandbox = Sandbox::new();
+    let held = File::create(sandbox.lock()).unwrap();
     held.lock().unwrap();
-    let results = tmp.path().join("results");
-    let (stdout, _) = records(
-        &["replay", "1", "--steps", "2", "--no-lock", "--results", results.to_str().unwrap()],
-        &lock,
-    );
+    let results = sandbox.results();
+    let (stdout, _) = records(&sandbox, &["replay", "1", "--steps", "2", "--no-lock"]);
     assert!(stdout.contains("Times NOT COMPARABLE: ran with --no-lock while"), "{stdout}");
     let run = only_entry(&results.join("01"));
     let verdict = std::fs::read_to_string(run.join("verdict.json")).unwrap();

@@ -419,8 +419,9 @@ fn a_walk_over_act1_steps_reads_their_kept_runs() {
     let results = tempfile::tempdir().unwrap();
     for (n, loss) in [("a1", 2.70), ("a2", 2.64)] {
         let m = catalog.replayable(f.root(), id(n)).unwrap();
-        let dir = series::materialize(f.root(), id(n)).unwrap();
-        let tree = std::fs::read_to_string(dir.join(series::tree::MARKER)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        series::materialize_into(f.root(), id(n), dir.path()).unwrap();
+        let tree = std::fs::read_to_string(dir.path().join(series::tree::MARKER)).unwrap();
         let key = walk::run_key(&m, tree.trim(), 7, 5).unwrap();
         let dir = walk::run_dir(results.path(), id(n), &key);
         assert!(dir.starts_with(results.path().join("walk").join(n)), "{}", dir.display());

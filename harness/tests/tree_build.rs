@@ -57,8 +57,11 @@ fn run(bin: &Path) -> String {
 fn trees_reuse_the_checkouts_dependencies_and_keep_their_own_binaries() {
     let tmp = tempfile::tempdir().unwrap();
     let (root, target) = (tmp.path().join("checkout"), tmp.path().join("target"));
-    // The only test in this binary, so changing the process environment races with nothing.
+    // The only test in this binary, so changing the process environment races with nothing:
+    // the trees build beside this target dir, and the build registers with a lock of its own.
     std::env::set_var("CARGO_TARGET_DIR", &target);
+    std::env::set_var("RECORDS_TIMING_LOCK", tmp.path().join("timing.lock"));
+    std::env::remove_var("RECORDS_STATE");
     workspace(&root, "checkout");
     std::fs::create_dir_all(root.join("records")).unwrap();
     let cargo = |dir: &Path| {

@@ -1,8 +1,11 @@
 //! `records verdict LOG...` through the real binary: upstream's track-3 logs (times in seconds,
 //! runs that stop before their schedule's end), llm.c's logs without a step total, markdown
 //! output, and a log in a format nobody taught the parser.
+mod sandbox;
+
+use sandbox::Sandbox;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 // Real lines of upstream's track-3 MuonH submission (KellerJordan/modded-nanogpt at f411b3d3,
 // records/track_3_optimization/results/20260430_muonh/): the first and the last two validation
@@ -28,8 +31,10 @@ const MUONH: [(&str, &str); 3] = [
     ),
 ];
 
+/// `records args` in `dir`, outside any checkout.
 fn records(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_records")).args(args).current_dir(dir).output().unwrap()
+    let mut cmd = Sandbox::new().records();
+    cmd.env_remove("RECORDS_ROOT").args(args).current_dir(dir).output().unwrap()
 }
 
 fn write_muonh(dir: &Path) -> Vec<String> {
@@ -200,7 +205,7 @@ fn each_log_is_judged_by_its_own_budget() {
 
 #[test]
 fn our_lab_logs_are_judged_against_their_record_s_lab_target() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let sandbox = Sandbox::new();
     let dir = tempfile::tempdir().unwrap();
     let log = "# record: 1\n# scale: lab\n# device: cpu\n\
                step:0/250 val_loss:5.5646 train_time:0ms step_avg:0.00ms\n\
@@ -214,10 +219,10 @@ fn our_lab_logs_are_judged_against_their_record_s_lab_target() {
         )
         .unwrap();
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_records"))
+    let out = sandbox
+        .records()
         .args(["verdict", "run-1/train.log", "run-2/train.log"])
         .current_dir(dir.path())
-        .env("RECORDS_ROOT", root)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -236,13 +241,74 @@ fn our_lab_logs_are_judged_against_their_record_s_lab_target() {
     assert!(text.lines().any(|l| l.trim_start().starts_with("run-1/train.log")), "{text}");
     assert!(text.lines().any(|l| l.trim_start().starts_with("run-2/train.log")), "{text}");
     // --target still decides when given.
-    let out = Command::new(env!("CARGO_BIN_EXE_records"))
+    let out = sandbox
+        .records()
         .args(["verdict", "run-1/train.log", "--target", "3.28"])
         .current_dir(dir.path())
-        .env("RECORDS_ROOT", root)
         .output()
         .unwrap();
     assert!(
         String::from_utf8_lossy(&out.stdout).starts_with("Verdict: REACHED (target val loss 3.28")
     );
+}
+
+/// A log whose step lines contradict each other (two runs in one file, steps going backwards, a
+/// repeated validation step, a step past its budget, a negative loss) is refused at the first
+/// such line, never judged.
+#[test]
+fn logs_that_contradict_themselves_are_refused_naming_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "step:100/100 val_loss:3.30 train_time:9ms\nstep:50/100 val_loss:3.20 train_time:5ms\n",
+            "back.log:2: validation step 50 comes after step 100",
+        ),
+        (
+            "step:100/100 val_loss:3.30 train_time:9ms\nstep:50/50 val_loss:3.10 train_time:5ms\n",
+            "two.log:2: `step:50/50` counts to 50, but line 1 counted to 100",
+        ),
+        (
+            "step:50/100 val_loss:3.30 train_time:9ms\nstep:50/100 val_loss:3.20 train_time:9ms\n",
+            "dup.log:2: a second validation line for step 50",
+        ),
+        (
+            "step:0/100 val_loss:3.30 train_time:0ms\nstep:100/100 val_loss:-1.0 train_time:9ms\n",
+            "negative.log:2: val_loss -1 is negative",
+        ),
+        (
+            "step:150/100 val_loss:3.20 train_time:9ms\n",
+            "past.log:1: step 150 is past the budget of 100",
+        ),
+    ];
+    let names = ["back.log", "two.log", "dup.log", "negative.log", "past.log"];
+    for ((text, want), name) in cases.iter().zip(names) {
+        std::fs::write(dir.path().join(name), text).unwrap();
+        let out = records(dir.path(), &["verdict", name]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && out.stdout.is_empty(), "{name}: {err}");
+        assert!(err.contains(want), "{name}: {err}");
+    }
+}
+
+/// Our logs of different records are not pooled into one t-test; a target must be a positive
+/// loss; a binary file's bytes are escaped, never echoed.
+#[test]
+fn mixed_records_a_negative_target_and_binary_logs_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for n in ["53", "54"] {
+        let log = format!("# record: {n}\nstep:10/10 val_loss:3.0 train_time:9ms\n");
+        std::fs::write(dir.path().join(format!("r{n}.log")), log).unwrap();
+    }
+    let out = records(dir.path(), &["verdict", "r53.log", "r54.log", "--target", "3.28"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("r53.log is a log of record 53 and r54.log of record 54"), "{err}");
+    let out = records(dir.path(), &["verdict", "r53.log", "--target=-1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("--target must be a positive val loss"), "{err}");
+    std::fs::write(dir.path().join("bin.log"), b"step:1\x1b[2J\x00\xff val_loss:x\n").unwrap();
+    let out = records(dir.path(), &["verdict", "bin.log"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && !err.contains('\x1b') && !err.contains('\u{fffd}'), "{err}");
+    assert!(err.contains("\\u{1b}[2J\\u{0}\\u{fffd}"), "{err}");
 }

@@ -6,22 +6,21 @@ use records::catalog::{lab_steps_rule, Catalog};
 use records::run::walk::{self, Run, Walk};
 use records::series::{apply, Series};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
-}
+mod sandbox;
+
+use sandbox::{scratch_checkout, Sandbox};
 
 fn records(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_records"))
-        .args(args)
-        .env("RECORDS_ROOT", repo())
-        .output()
-        .unwrap()
+    Sandbox::new().run(args)
 }
 
 #[test]
 fn an_upstream_record_replays_with_its_own_recipe_budget_and_parent() {
+    // `replayable` writes the upstream record's manifest under the copy.
+    let copy = scratch_checkout();
+    let repo = || copy.path();
     let catalog = Catalog::load(repo()).unwrap();
     let m = catalog.replayable(repo(), 58).unwrap();
     let (holder, parent) = (catalog.get(62).unwrap(), catalog.get(54).unwrap());
@@ -50,7 +49,7 @@ fn an_upstream_record_replays_with_its_own_recipe_budget_and_parent() {
 
 #[test]
 fn an_upstream_records_tree_is_its_commit_of_the_holding_patch() {
-    let series = Series::load(repo()).unwrap();
+    let series = Series::load(&sandbox::checkout()).unwrap();
     let repo_git = apply::scratch_repo().unwrap();
     let base = series.tree(&repo_git, 54).unwrap();
     let states = series.forward(&repo_git, 62, base).unwrap();
@@ -75,10 +74,12 @@ fn walk_refuses_what_it_cannot_walk() {
 }
 
 /// A kept run of record `n` with `seed` and a final val loss, where walk looks for it.
-fn keep(results: &Path, catalog: &Catalog, n: u32, steps: u64, seed: u64, loss: f64) {
-    let m = catalog.replayable(repo(), n).unwrap();
-    let tree_dir = records::series::materialize(repo(), n).unwrap();
-    let tree = std::fs::read_to_string(tree_dir.join(records::series::tree::MARKER)).unwrap();
+fn keep(repo: &Path, results: &Path, catalog: &Catalog, n: u32, steps: u64, seed: u64, loss: f64) {
+    let m = catalog.replayable(repo, n).unwrap();
+    let tree_dir = tempfile::tempdir().unwrap();
+    records::series::materialize_into(repo, n, tree_dir.path()).unwrap();
+    let tree = std::fs::read_to_string(tree_dir.path().join(records::series::tree::MARKER));
+    let tree = tree.unwrap();
     let key = walk::run_key(&m, tree.trim(), steps, seed).unwrap();
     let dir = walk::run_dir(results, n, &key);
     std::fs::create_dir_all(&dir).unwrap();
@@ -88,18 +89,18 @@ fn keep(results: &Path, catalog: &Catalog, n: u32, steps: u64, seed: u64, loss: 
 
 #[test]
 fn a_walk_over_kept_runs_reuses_them_and_pairs_the_deltas_by_seed() {
-    let catalog = Catalog::load(repo()).unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let results = tmp.path();
+    let copy = scratch_checkout();
+    let catalog = Catalog::load(copy.path()).unwrap();
+    let sandbox = Sandbox::new();
+    let results = &sandbox.results();
     // #62 -> #63: #63 is both a record and its patch's one row.
     for (n, losses) in [(62, [1.90, 1.86]), (63, [1.87, 1.85])] {
         for (seed, loss) in [(5, losses[0]), (6, losses[1])] {
-            keep(results, &catalog, n, 7, seed, loss);
+            keep(copy.path(), results, &catalog, n, 7, seed, loss);
         }
     }
-    let r = results.to_str().unwrap();
     let args = ["walk", "62", "63", "--steps", "7", "--runs", "2", "--seed", "5"];
-    let out = records(&[&args[..], &["--results", r, "--format", "md", "--no-plot"]].concat());
+    let out = sandbox.run(&[&args[..], &["--format", "md", "--no-plot"]].concat());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}\n{text}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("0 run(s) to do, 4 kept"), "{text}");
@@ -115,8 +116,8 @@ fn a_walk_over_kept_runs_reuses_them_and_pairs_the_deltas_by_seed() {
         assert!(text.starts_with("<svg"), "{svg}");
     }
     // The site shows the walk on #63's page, each row linked to its record's page.
-    let site = tmp.path().join("site");
-    let out = records(&["site", site.to_str().unwrap(), "--results", r]);
+    let site = sandbox.path().join("site");
+    let out = sandbox.run(&["site", site.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let page = std::fs::read_to_string(site.join("63.html")).unwrap();
     assert!(page.contains("Walk from #62 (ours, lab scale)"), "{page}");
@@ -150,20 +151,20 @@ fn a_walk_over_kept_runs_reuses_them_and_pairs_the_deltas_by_seed() {
 /// adds the skip gate, which the lab runs.
 #[test]
 fn a_step_the_lab_cannot_see_is_marked_same_at_lab_scale() {
-    let catalog = Catalog::load(repo()).unwrap();
-    let m = |n| catalog.replayable(repo(), n).unwrap().into_owned();
+    let copy = scratch_checkout();
+    let catalog = Catalog::load(copy.path()).unwrap();
+    let m = |n| catalog.replayable(copy.path(), n).unwrap().into_owned();
     for (a, b, same) in [(35, 36, true), (36, 37, true), (31, 32, false), (58, 59, true)] {
         assert_eq!(walk::same_at_lab(&m(a), &m(b), 250).unwrap(), same, "#{a} -> #{b}");
     }
     assert_ne!(m(36).recipe, m(37).recipe, "#37 did set a key");
 
-    let tmp = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new();
     for (n, loss) in [(35, 1.8464), (36, 1.8464), (37, 1.8464)] {
-        keep(tmp.path(), &catalog, n, 7, 5, loss);
+        keep(copy.path(), &sandbox.results(), &catalog, n, 7, 5, loss);
     }
-    let r = tmp.path().to_str().unwrap();
-    let args = ["walk", "35", "37", "--steps", "7", "--seed", "5", "--results", r, "--no-plot"];
-    let out = records(&args);
+    let args = ["walk", "35", "37", "--steps", "7", "--seed", "5", "--no-plot"];
+    let out = sandbox.run(&args);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}\n{text}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(text.matches("= at lab scale: ").count(), 3, "two rows and the legend: {text}");

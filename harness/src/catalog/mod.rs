@@ -453,7 +453,7 @@ impl Catalog {
             return self.get(id).map(Cow::Borrowed);
         };
         let n = id.n;
-        let dir = root.join("target").join("records").join("upstream");
+        let dir = crate::paths::derived_dir(root).join("upstream");
         let m = step.manifest(dir.join(format!("{n:02}.toml"))).map_err(anyhow::Error::msg)?;
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let text = toml::to_string(&m).context("writing an upstream record's manifest")?;

@@ -30,6 +30,13 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.a != args.b,
+        "records diff {} {}: the same record on both sides; give two (`records diff {} <another>`)",
+        args.a.bare(),
+        args.b.bare(),
+        args.a.bare()
+    );
     let root = paths::repo_root()?;
     if let Some(text) = diff::upstream::render(&root, args.a, args.b, Paint(colour()))? {
         print!("{text}");

@@ -47,8 +47,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 (Some(v), _) => {
                     let loss =
                         v.loss.as_ref().map_or("-".to_string(), |s| format!("{:.4}", s.mean));
-                    let word = if v.reached { "reached" } else { "NOT REACHED" };
-                    format!("{loss} {word} {:.4}", v.target_loss)
+                    format!("{loss} {} {:.4}", v.mark(), v.target_loss)
                 }
                 (None, Some(short)) => {
                     format!("shortened: {}", short.shortened(m).unwrap_or_default())

@@ -257,6 +257,10 @@ pub fn run(args: Args) -> Result<()> {
     if let Some(t) = &lab_target {
         verdict = verdict.at_lab_scale().target_from(Some(t.describe())).on_cpu(&cpu);
     }
+    if self_measures {
+        let r = args.record;
+        verdict = verdict.setting_the_target(&r.to_string(), &lab_target::next_after(&catalog, r));
+    }
     if parent.is_some() {
         verdict = verdict.with_baseline(&baseline_logs);
     }

@@ -31,8 +31,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    if let Some(t) = args.target.filter(|t| !t.is_finite()) {
-        bail!("--target must be a finite val loss, got {t}");
+    if let Some(t) = args.target.filter(|t| !t.is_finite() || *t <= 0.0) {
+        bail!("--target must be a positive val loss, got {t}");
     }
     if args.steps == Some(0) {
         bail!("--steps must be at least 1");
@@ -62,6 +62,7 @@ pub fn run(args: Args) -> Result<()> {
         }
         logs.push(log);
     }
+    one_record(&args.logs, &logs)?;
     let (target, from) = match args.target {
         Some(t) => (t, None),
         None => target_of(&args.logs, &logs)?,
@@ -71,6 +72,26 @@ pub fn run(args: Args) -> Result<()> {
         run.name = Some(name);
     }
     print!("{}", verdict.render(args.format.into()));
+    Ok(())
+}
+
+/// Refuses logs whose headers name different records: a verdict pools its logs into one
+/// t-test, which means something only for runs of one record.
+fn one_record(paths: &[PathBuf], logs: &[RunLog]) -> Result<()> {
+    let named = paths.iter().zip(logs).filter_map(|(p, l)| Some((p, l.record()?)));
+    let mut first: Option<(&PathBuf, &str)> = None;
+    for (path, record) in named {
+        match first {
+            None => first = Some((path, record)),
+            Some((p, r)) if r != record => bail!(
+                "{} is a log of record {r} and {} of record {record} (their `# record:` lines); \
+                 a verdict pools its logs into one t-test, so give it the runs of one record",
+                p.display(),
+                path.display()
+            ),
+            Some(_) => {}
+        }
+    }
     Ok(())
 }
 

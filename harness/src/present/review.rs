@@ -409,7 +409,11 @@ fn replay_summaries(root: &Path, n: RecordId) -> Vec<(String, String)> {
                     format!(
                         "{scale} scale, {}, {} target {} in {}; val loss [{}], mean train time {time}",
                         figures::count(v.runs.len(), "run"),
-                        if v.reached { "reached" } else { "did not reach" },
+                        match (v.sets_target.is_some(), v.reached) {
+                            (true, _) => "set the",
+                            (false, true) => "reached",
+                            (false, false) => "did not reach",
+                        },
                         v.target_loss,
                         figures::count(v.steps as usize, "step"),
                         losses.join(", ")

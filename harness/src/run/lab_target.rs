@@ -69,7 +69,14 @@ fn store_path(results: &Path) -> PathBuf {
 fn load(results: &Path) -> Result<Store> {
     let path = store_path(results);
     match std::fs::read_to_string(&path) {
-        Ok(text) => serde_json::from_str(&text).with_context(|| format!("{}", path.display())),
+        Ok(text) => serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{} does not read: it keeps the lab targets measured on this machine; mend it, or \
+                 delete it and the next whole-budget lab replay of #1, #29 or a1 measures its \
+                 target again",
+                path.display()
+            )
+        }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Store::default()),
         Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
     }
@@ -91,6 +98,36 @@ pub fn reference_tree(catalog: &Catalog, record: RecordId) -> Result<String> {
     m.record.tree.clone().with_context(|| {
         format!("{}: no record.tree, so its lab target cannot be kept", m.path.display())
     })
+}
+
+/// What to run after reference record `record`'s replay has set its target on this CPU, for a
+/// verdict that compares something: the next record of its track (or, when that one is a
+/// reference too, as #29 is after #1, it and then the walk from it).
+pub fn next_after(catalog: &Catalog, record: RecordId) -> String {
+    let ids: Vec<RecordId> = catalog.track(record.track).map(|m| m.id()).collect();
+    let mut after = ids.iter().skip_while(|&&id| id != record).skip(1);
+    let is_reference = |id: RecordId| catalog.lab_target_of(id).is_ok_and(|(_, r)| r == id);
+    match (after.next(), after.next()) {
+        (Some(&next), Some(&then)) if is_reference(next) => format!(
+            "`records replay {}` (the target of the records after it, set the same way), then \
+             `records walk {} {}`: what each upstream record between them bought at equal steps",
+            next.bare(),
+            next.bare(),
+            then.bare()
+        ),
+        // A walk starts at its track's anchor (#29 on the main track): none from #1.
+        (Some(&next), _) if record < record.anchor() => {
+            format!("`records replay {}`, judged against this target", next.bare())
+        }
+        (Some(&next), _) => format!(
+            "`records replay {}`, judged against this target, or `records walk {} {}`: what \
+             each step between them bought at equal steps",
+            next.bare(),
+            record.bare(),
+            next.bare()
+        ),
+        (None, _) => "a replay of any record of its era, judged against this target".into(),
+    }
 }
 
 /// The target a lab run of some record on `cpu` is judged against.

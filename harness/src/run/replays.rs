@@ -19,7 +19,10 @@ pub struct Replay {
     /// `None` where verdict.json is missing or unreadable (see `verdict_error`).
     pub verdict: Option<Verdict>,
     pub verdict_error: Option<String>,
+    /// The runs whose metrics.jsonl read whole; a damaged one is left out and named in
+    /// `metrics_error`.
     pub runs: Vec<RunCurve>,
+    pub metrics_error: Option<String>,
 }
 
 /// One run's val points, from its `metrics.jsonl`.
@@ -31,8 +34,10 @@ pub struct RunCurve {
 }
 
 /// The replays of record `n` under `results` (`results/29/`, `results/a3/`), oldest first; none
-/// when the folder is missing. Half-written folders (`.tmp-*`) are skipped. A metrics.jsonl that
-/// does not parse is an error naming its file and line.
+/// when the folder is missing. Half-written folders (`.tmp-*`) are skipped. A damaged replay (a
+/// verdict.json or metrics.jsonl that does not parse: a cut copy, a full disk) is kept with what
+/// is wrong and a warning naming its file and line, never an error: the other replays and
+/// records stay readable.
 pub fn of_record(results: &Path, n: impl Into<RecordId>) -> Result<Vec<Replay>> {
     let dir = results.join(n.into().slug());
     let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -62,8 +67,15 @@ fn read(dir: &Path, id: String) -> Result<Replay> {
     let lab =
         verdict.as_ref().map_or(id.ends_with("-lab") || id.contains("-lab-"), |v| v.lab_scale);
     let mut runs = Vec::new();
+    let mut metrics_error = None;
+    let mut curve = |name: String, path: PathBuf| match metrics(&path) {
+        Ok(val) => runs.push(RunCurve { name, val }),
+        Err(e) => {
+            metrics_error.get_or_insert(format!("{e:#}"));
+        }
+    };
     if dir.join("metrics.jsonl").is_file() {
-        runs.push(RunCurve { name: String::new(), val: metrics(&dir.join("metrics.jsonl"))? });
+        curve(String::new(), dir.join("metrics.jsonl"));
     }
     let mut subdirs: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -73,9 +85,16 @@ fn read(dir: &Path, id: String) -> Result<Replay> {
     subdirs.sort();
     for sub in subdirs {
         let name = sub.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        runs.push(RunCurve { name, val: metrics(&sub.join("metrics.jsonl"))? });
+        curve(name, sub.join("metrics.jsonl"));
     }
-    Ok(Replay { id, dir: dir.to_path_buf(), lab, verdict, verdict_error, runs })
+    for what in verdict_error.iter().chain(&metrics_error) {
+        tracing::warn!(
+            "records: warning: {what}: replay {id} is damaged and left out where it does not \
+             read; delete {} or replay again",
+            dir.display()
+        );
+    }
+    Ok(Replay { id, dir: dir.to_path_buf(), lab, verdict, verdict_error, runs, metrics_error })
 }
 
 impl Replay {
@@ -169,7 +188,10 @@ mod tests {
         assert!(of_record(tmp.path(), 1).unwrap().is_empty());
         std::fs::write(run.join("run-1/metrics.jsonl"), "{\"type\":\"val\",\"step\":\"x\"}\n")
             .unwrap();
-        let e = format!("{:#}", of_record(tmp.path(), 29).unwrap_err());
+        // A damaged run is kept, named, and leaves out only its own curve.
+        let r = of_record(tmp.path(), 29).unwrap();
+        let e = r[0].metrics_error.as_deref().unwrap();
         assert!(e.contains("run-1/metrics.jsonl: line 1"), "{e}");
+        assert!(r[0].runs.is_empty());
     }
 }

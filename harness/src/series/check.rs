@@ -119,13 +119,12 @@ pub fn check(
             (Some(_), Rows::NotYet) => ", upstream rows without recipes".to_string(),
             (None, _) => String::new(),
         };
-        let tree_note = if manifest.record.tree.is_some() { "" } else { " (not recorded)" };
         let (added, removed) = r.commits.iter().fold((0, 0), |acc, c| {
             let (a, d) = c.counts();
             (acc.0 + a, acc.1 + d)
         });
         log(&format!(
-            "ok   {:<4} {} commit(s), +{added} -{removed}, tree {:.10}{tree_note}{rows_note}",
+            "ok   {:<4} {} commit(s), +{added} -{removed}, tree {:.10}{rows_note}",
             r.number,
             r.commits.len(),
             tree.to_string()

@@ -124,15 +124,16 @@ pub fn patch_path(root: &Path, record: impl Into<RecordId>) -> PathBuf {
 /// What the checkout's trainer has beyond the newest record's (see [`Series`]).
 const HEAD_PATCH: &str = "head.patch";
 
-/// Where record N's tree is materialized: `target/records/trees/NN/` (`.../aN/`).
+/// Where record N's tree is materialized: `<state>/target/records/trees/NN/` (`.../aN/`; see
+/// `paths::derived_dir`).
 pub fn tree_dir(root: &Path, record: impl Into<RecordId>) -> PathBuf {
-    root.join("target").join("records").join("trees").join(record.into().slug())
+    crate::paths::derived_dir(root).join("trees").join(record.into().slug())
 }
 
 /// The cargo target dir every materialized tree builds into (see `build`): beside the
 /// checkout's own, never the same.
 pub fn build_dir(root: &Path) -> PathBuf {
-    crate::paths::cargo_target_dir(root).join("records-trees")
+    crate::paths::tree_builds_dir(root)
 }
 
 impl Series {

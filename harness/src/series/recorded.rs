@@ -80,43 +80,113 @@ pub fn record_track(root: &Path, track: Track) -> Result<Vec<RecordId>> {
 
 /// The trees of every main record from the newest down to `oldest` (see [`Series::trees`]),
 /// each compared with the id its manifest records as soon as it is made. A tree that differs is
-/// blamed on what made it: the checkout's trainer files for the newest, else the patches
-/// reverse-applied since the last tree that matched (a changed `-` or context line applies
-/// cleanly both ways, but gives the older records another trainer).
+/// blamed on what is wrong: the manifest's id when the next older record's tree matches its own
+/// again (only that id was edited), else what made it: the checkout's trainer files for the
+/// newest, else the patches reverse-applied since the last tree that matched (a changed `-` or
+/// context line applies cleanly both ways, but gives every older record another trainer). A
+/// manifest without an id is refused: nothing is made from a tree nobody checked.
 pub fn trees(
     catalog: &Catalog,
     series: &Series,
     repo: &Repository,
     oldest: impl Into<RecordId>,
 ) -> Result<BTreeMap<RecordId, Oid>> {
+    let oldest = oldest.into();
     let mut suspects: Vec<RecordId> = Vec::new();
-    series.walk(repo, oldest, |n, tree, undone| -> Result<()> {
+    let mut differs: Option<Mismatch> = None;
+    let walked = series.walk(repo, oldest, |n, tree, undone| -> Result<()> {
         suspects.extend(undone);
         let Ok(m) = catalog.get(n) else { return Ok(()) };
-        let Some(want) = m.record.tree.as_deref() else { return Ok(()) };
+        let want = recorded_id(m)?;
+        if let Some(first) = differs.take() {
+            // The first tree that differed decides by this one: equal again, only its id is off.
+            return Err(first.blame(want == tree.to_string()));
+        }
         if want == tree.to_string() {
             suspects.clear();
-            return Ok(());
+        } else {
+            differs = Some(Mismatch { m: m.clone(), tree, suspects: suspects.clone() });
+        }
+        Ok(())
+    });
+    let made = walked?;
+    match differs {
+        None => Ok(made),
+        // The oldest record asked for differs: walk on down to tell the id from the patches.
+        Some(first) => match series.numbers().first() {
+            Some(&bottom) if bottom != oldest => match trees(catalog, series, repo, bottom) {
+                Err(e) => Err(e),
+                Ok(_) => Err(first.blame(false)),
+            },
+            _ => Err(first.blame(false)),
+        },
+    }
+}
+
+/// The tree id `m` records, which every record must have and in git's form.
+fn recorded_id(m: &crate::catalog::Manifest) -> Result<&str> {
+    let Some(want) = m.record.tree.as_deref() else {
+        bail!(
+            "{}: no `tree = \"<git tree id>\"` in [record], so nothing could check the trainer \
+             made for {}; `records series import` or `capture` writes it (`records series \
+             record-trees --track {}` off the main track)",
+            m.path.display(),
+            m.id(),
+            m.id().track.key()
+        )
+    };
+    if want.len() != 40 || !want.chars().all(|c| c.is_ascii_hexdigit()) {
+        bail!(
+            "{}: record.tree = \"{want}\" is not a git tree id (40 hex digits); `records series \
+             import` or `capture` writes the right one",
+            m.path.display()
+        );
+    }
+    Ok(want)
+}
+
+/// A main record whose tree differs from the id its manifest records.
+struct Mismatch {
+    m: crate::catalog::Manifest,
+    tree: Oid,
+    /// The patches reverse-applied since the last tree that matched.
+    suspects: Vec<RecordId>,
+}
+
+impl Mismatch {
+    /// The error: the manifest's id when `older_matches` (the next older record's tree is its
+    /// recorded one), else what made the tree.
+    fn blame(self, older_matches: bool) -> anyhow::Error {
+        let (m, n, tree) = (&self.m, self.m.id(), self.tree);
+        let want = m.record.tree.as_deref().unwrap_or_default();
+        if older_matches {
+            return anyhow::anyhow!(
+                "{}: record.tree = {want}, but the series gives {n} the tree {tree}, and the next \
+                 older record has the tree its manifest records: the manifest's id is wrong (an \
+                 edit of records/{}.toml), not a patch. Put back tree = \"{tree}\", or record the \
+                 trees with `records series import` (after `export`) or `records series capture`",
+                m.path.display(),
+                n.slug()
+            );
         }
         let patch = |p: &RecordId| format!("patches/{}.patch", p.slug());
-        let by = match suspects.as_slice() {
+        let by = match self.suspects.as_slice() {
             [] => "the checkout's trainer files (src/, tests/, Cargo.toml, ...) give".to_string(),
-            [one] => format!("reverse-applying {} gives", patch(one)),
             many => {
                 let list: Vec<String> = many.iter().map(patch).collect();
                 format!("reverse-applying {} gives", list.join(", "))
             }
         };
-        let what = match suspects.as_slice() {
+        let what = match self.suspects.as_slice() {
             [] => "a trainer file changed outside the series".to_string(),
             [one] => format!("{} changed since the trees were recorded (a removed or context line edited gives {n} another trainer)", patch(one)),
             _ => "one of these patches changed since the trees were recorded".to_string(),
         };
-        bail!(
+        anyhow::anyhow!(
             "{}: record.tree = {want}, but {by} {n} the tree {tree}: {what}. If that is intended, record the new trees with `records series import` (after `export`) or `records series capture`",
             m.path.display()
         )
-    })
+    }
 }
 
 /// The trees of a branching track's records up to `upto` (a3: a1, a2, a3), each compared with
@@ -138,7 +208,7 @@ pub fn track_trees(
     series.branch(repo, upto.track, base, Some(upto), |n, tree| -> Result<()> {
         suspects.push(n);
         let Ok(m) = catalog.get(n) else { return Ok(()) };
-        let Some(want) = m.record.tree.as_deref() else { return Ok(()) };
+        let want = recorded_id(m)?;
         if want == tree.to_string() {
             suspects.clear();
             last_good = n;

@@ -134,6 +134,11 @@ pub struct Verdict {
     /// The CPU the lab runs ran on (`lab_target::this_cpu`), whose lab target judged them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<String>,
+    /// The reference record (`#1`, `#29`, `a1`) when this run measured the lab target it would
+    /// be judged against (that record's first whole-budget replay on this CPU): the run is the
+    /// baseline, and `reached` says nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sets_target: Option<String>,
 }
 
 impl Verdict {
@@ -205,6 +210,7 @@ impl Verdict {
             from_logs: true,
             time_not_comparable: None,
             cpu: None,
+            sets_target: None,
         })
     }
 
@@ -237,6 +243,35 @@ impl Verdict {
     pub fn at_lab_scale(mut self) -> Verdict {
         self.lab_scale = true;
         self
+    }
+
+    /// Marks the run as reference record `record`'s replay that set its own target: its
+    /// verdict is the baseline, and `next` says what to run for a verdict that means something.
+    pub fn setting_the_target(mut self, record: &str, next: &str) -> Verdict {
+        self.sets_target = Some(record.to_string());
+        self.reason = format!(
+            "the target every later lab verdict of its era on this CPU is judged against, not a \
+             result: nothing was compared. Next: {next}"
+        );
+        self
+    }
+
+    /// The verdict in one word, as its header says it: BASELINE, REACHED or NOT REACHED.
+    pub fn word(&self) -> &'static str {
+        match (self.sets_target.is_some(), self.reached) {
+            (true, _) => "BASELINE",
+            (false, true) => "REACHED",
+            (false, false) => "NOT REACHED",
+        }
+    }
+
+    /// The same in running text: `baseline`, `reached`, `NOT REACHED`.
+    pub fn mark(&self) -> &'static str {
+        match (self.sets_target.is_some(), self.reached) {
+            (true, _) => "baseline",
+            (false, true) => "reached",
+            (false, false) => "NOT REACHED",
+        }
     }
 
     /// Marks our times as not comparable, saying why.

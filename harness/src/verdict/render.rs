@@ -17,10 +17,12 @@ impl Verdict {
             Some(steps) => count(steps as usize, "step"),
             None => "each log's own step budget".to_string(),
         };
-        let head = format!(
-            "Verdict: {} (target val loss {target} within {within})",
-            if self.reached { "REACHED" } else { "NOT REACHED" },
-        );
+        let head = match (&self.sets_target, &self.cpu) {
+            (Some(r), Some(cpu)) => {
+                format!("BASELINE: this run sets {r}'s lab target on {cpu}: {target}")
+            }
+            _ => format!("Verdict: {} (target val loss {target} within {within})", self.word()),
+        };
         let from = self.target_from.as_ref().map(|f| format!("target: {f}"));
         if md {
             let from = from.map(|f| format!("{f}\n\n")).unwrap_or_default();

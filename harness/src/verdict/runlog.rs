@@ -61,6 +61,11 @@ pub struct RunLog {
     /// The last line when the text does not end with a newline: (line number, line).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cut: Option<(usize, String)>,
+    /// Step lines that contradict the lines before them (steps going backwards, a second
+    /// budget, a step past its budget, a negative loss): (line number, what is wrong). A verdict
+    /// refuses a log with any: its figures would belong to two runs, or to none.
+    #[serde(skip)]
+    pub faults: Vec<(usize, String)>,
 }
 
 impl RunLog {
@@ -101,6 +106,7 @@ pub fn parse(text: &str) -> RunLog {
     let mut log = RunLog::default();
     let mut in_header = true;
     let mut lines = 0;
+    let mut order = Order::default();
     for (i, line) in whole.lines().enumerate() {
         lines = i + 1;
         let line = line.trim_end();
@@ -115,6 +121,9 @@ pub fn parse(text: &str) -> RunLog {
             in_header = false;
         }
         if let Some(step) = step_line(line) {
+            if let Some(fault) = order.check(&step, i + 1) {
+                log.faults.push((i + 1, fault));
+            }
             match step {
                 Step::Train(p) => log.train.push(p),
                 Step::Val(p) => log.val.push(p),
@@ -132,10 +141,66 @@ pub fn parse(text: &str) -> RunLog {
     log
 }
 
+/// What the step lines so far said, to catch one that contradicts them.
+#[derive(Default)]
+struct Order {
+    /// The budget of the first `step:N/M` line and its line number.
+    budget: Option<(u64, usize)>,
+    val: Option<u64>,
+    train: Option<u64>,
+}
+
+impl Order {
+    fn check(&mut self, step: &Step, line: usize) -> Option<String> {
+        let (n, total, loss, what) = match step {
+            Step::Train(p) => (p.step, p.total_steps, p.loss, "train_loss"),
+            Step::Val(p) => (p.step, p.total_steps, Some(p.val_loss), "val_loss"),
+        };
+        if let Some(m) = total {
+            match self.budget {
+                None => self.budget = Some((m, line)),
+                Some((first, at)) if first != m => {
+                    return Some(format!(
+                        "`step:{n}/{m}` counts to {m}, but line {at} counted to {first}: two runs \
+                         in one file? Give each run its own log"
+                    ))
+                }
+                Some(_) => {}
+            }
+            if n > m {
+                return Some(format!("step {n} is past the budget of {m} steps its line states"));
+            }
+        }
+        if let Some(l) = loss.filter(|l| *l < 0.0) {
+            return Some(format!("{what} {l} is negative; a cross-entropy loss never is"));
+        }
+        let (last, kind) = match step {
+            Step::Train(_) => (&mut self.train, "train"),
+            Step::Val(_) => (&mut self.val, "validation"),
+        };
+        let fault = match *last {
+            Some(prev) if n < prev => Some(format!(
+                "{kind} step {n} comes after step {prev}: the steps go backwards (two runs in one \
+                 file?)"
+            )),
+            Some(prev) if n == prev && kind == "validation" => {
+                Some(format!("a second validation line for step {n}"))
+            }
+            _ => None,
+        };
+        *last = Some(n);
+        fault
+    }
+}
+
 /// Reads `path` for a verdict: a log without a single validation line is an error that says
-/// what was expected and shows the first step line it could not read.
+/// what was expected and shows the first step line it could not read; so is a log whose step
+/// lines contradict each other (see [`RunLog::faults`]), naming the first such line.
 pub fn parse_for_verdict(path: &Path) -> anyhow::Result<RunLog> {
     let log = parse_file(path)?;
+    if let Some((n, fault)) = log.faults.first() {
+        anyhow::bail!("{}:{n}: {fault}", path.display());
+    }
     if log.val.is_empty() {
         let mut msg = format!(
             "{}: no validation line found (expected `step:N/M val_loss:X train_time:Tms|Ts ...` or \
@@ -161,12 +226,19 @@ pub fn cut_text((n, line): &(usize, String)) -> String {
     )
 }
 
-/// A long line cut for a message.
+/// A long line cut for a message, with control characters and bytes that were not UTF-8
+/// (U+FFFD) escaped, so a binary file's bytes never reach the terminal.
 pub fn clip(line: &str) -> String {
-    match line.char_indices().nth(100) {
-        Some((i, _)) => format!("{}…", &line[..i]),
-        None => line.to_string(),
+    let shown = |c: char| c.is_control() || c == char::REPLACEMENT_CHARACTER;
+    let mut out: String = line
+        .chars()
+        .take(100)
+        .map(|c| if shown(c) { c.escape_unicode().to_string() } else { c.to_string() })
+        .collect();
+    if line.chars().nth(100).is_some() {
+        out.push('…');
     }
+    out
 }
 
 /// `step:<digit>` or `s:<digit>` at the start of the line.

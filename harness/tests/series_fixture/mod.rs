@@ -2,6 +2,9 @@
 //! their patches, made from real git commits with `records series capture`.
 #![allow(dead_code)] // each test binary uses its own part of the fixture
 
+#[path = "../sandbox/mod.rs"]
+pub mod sandbox;
+
 use git2::{IndexAddOption, Oid, Repository, Signature, Time};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -259,20 +262,20 @@ impl Fixture {
         files
     }
 
-    /// Runs the real `records` binary with RECORDS_ROOT at the fixture.
+    /// Runs the real `records` binary with RECORDS_ROOT at the fixture, which is its own state
+    /// (results/, target/records/), in an environment without what the CLI reads.
     pub fn records(&self, args: &[&str]) -> Output {
         self.records_with(args, &[])
     }
 
     /// `records args` with extra environment variables.
     pub fn records_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        std::process::Command::new(env!("CARGO_BIN_EXE_records"))
-            .args(args)
-            .env("RECORDS_ROOT", self.root())
-            .env_remove("NO_COLOR")
-            .envs(env.iter().copied())
-            .output()
-            .unwrap()
+        self.command().args(args).envs(env.iter().copied()).output().unwrap()
+    }
+
+    /// `records` on the fixture, as [`Fixture::records`] runs it.
+    pub fn command(&self) -> std::process::Command {
+        sandbox::records_with_state(self.root(), self.root())
     }
 }
 
@@ -420,6 +423,9 @@ impl Fixture {
         );
         f.write("patches/a1.patch", &a1);
         f.write("records/a1.toml", &act1_manifest(1, "#1", 24_576, ""));
+        // A tree is made only once its id is recorded, so a2 is written on a recorded a1.
+        let out = f.records(&["series", "record-trees", "--track", "act1"]);
+        assert!(out.status.success(), "{}", stderr(&out));
         let a1_dir = tempfile::tempdir().unwrap();
         records::series::materialize_into(
             f.root(),

@@ -19,23 +19,11 @@ pub(super) fn view(
     let common = la.iter().zip(&lb).take_while(|(x, y)| x == y).count();
     let meet = *la.get(common.wrapping_sub(1)).context("two records of one series")?;
     let mut out = String::new();
-    if meet != a || a == b {
+    if meet != a {
         let undone: Vec<_> = la[common..].iter().rev().map(|&r| series.record(r)).collect();
         let undone = undone.into_iter().collect::<Result<Vec<_>, _>>()?;
-        match (meet == b, undone.is_empty()) {
-            (_, true) => {
-                out.push_str(&format!("{}\n", paint.bold(&format!("Commits from {a} to {b}"))));
-                out.push_str("  (none: same record)\n");
-            }
-            (true, false) => {
-                let head = format!("Commits undone from {a} back to {b} (newest first)");
-                out.push_str(&format!("{}\n", paint.bold(&head)));
-            }
-            (false, false) => {
-                let head = format!("Commits undone from {a} back to {meet} (newest first)");
-                out.push_str(&format!("{}\n", paint.bold(&head)));
-            }
-        }
+        let head = format!("Commits undone from {a} back to {meet} (newest first)");
+        out.push_str(&format!("{}\n", paint.bold(&head)));
         records(&mut out, catalog, &undone, false, paint)?;
     }
     if meet != b {

@@ -58,9 +58,9 @@ pub(super) fn view(root: &Path, a: &Manifest, b: &Manifest) -> Result<String> {
             r.as_ref().and_then(|r| r.verdict.as_ref()).and_then(f).unwrap_or("not replayed".into())
         };
         let loss = |v: &crate::verdict::Verdict| {
-            let mark = if v.reached { "reached" } else { "NOT REACHED" };
             v.loss.as_ref().map(|l| {
-                format!("{} ({mark} {})", figures::loss(l.mean), figures::loss(v.target_loss))
+                let (mean, target) = (figures::loss(l.mean), figures::loss(v.target_loss));
+                format!("{mean} ({} {target})", v.mark())
             })
         };
         let time = |v: &crate::verdict::Verdict| {

@@ -572,7 +572,7 @@ fn view(r: &Replay, m: &Manifest) -> ReplayView {
             id: r.id.clone(),
             scale,
             steps,
-            verdict: Some(if v.reached { "REACHED" } else { "NOT REACHED" }),
+            verdict: Some(v.word()),
             reached: v.reached,
             reason: v.reason.clone(),
             losses: v.losses.iter().map(|l| format!("{l:.4}")).collect::<Vec<_>>().join(", "),
