@@ -100,6 +100,39 @@ fn malformed_manifest_names_file_and_line() {
     }
 }
 
+/// A key given twice is named at the second one's line, quoted; a table given twice at its
+/// second header, with the line of the first.
+#[test]
+fn a_duplicate_key_or_table_is_named_at_its_own_line() {
+    let root = root_with_real_manifests();
+    let path = root.path().join("records/54.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let title = lines.iter().position(|l| l.starts_with("title = ")).unwrap();
+    let header = lines.iter().position(|l| *l == "[record]").unwrap();
+    let with = |at: usize, extra: &[&str]| {
+        let mut v = lines.clone();
+        v.splice(at..at, extra.iter().copied());
+        v.join("\n")
+    };
+    let cases = [
+        // `pr = 1` right after the title: the duplicate is the manifest's own `pr`, below it.
+        (with(title + 1, &["pr = 1"]), title + 3, "at `pr = 181`".to_string()),
+        (
+            with(header, &["[record]", "number = 54", ""]),
+            header + 4,
+            format!("at `[record]`, first on line {}", header + 1),
+        ),
+    ];
+    for (text, line, quoted) in cases {
+        std::fs::write(&path, text).unwrap();
+        let out = records(&root, &["show", "54"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        let want = format!("records/54.toml: line {line}: duplicate key {quoted}");
+        assert!(!out.status.success() && err.contains(&want), "want {want:?} in {err}");
+    }
+}
+
 #[test]
 fn manifest_with_an_unknown_field_is_rejected() {
     let root = root_with_real_manifests();

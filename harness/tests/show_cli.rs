@@ -165,6 +165,18 @@ fn diff_with_an_upstream_record_lists_the_steps_between() {
     assert!(code.contains("diff --git"), "{code}");
     assert!(code.contains("interleaved"), "{code}");
     assert!(!code.contains("src/model/bigram_hash.rs"), "{code}");
+    // The facts side by side, as for two records: #58's from its row (its 5 logs), #54's from
+    // its manifest; no token row, as upstream's table gives no token count for #58.
+    let facts = &text[..text.find("Upstream records from").unwrap()];
+    for row in ["official time (8xH100)", "1.940 minutes (116.4 s)", "1.820 minutes (109.2 s)"] {
+        assert!(facts.contains(row), "{row}: {facts}");
+    }
+    assert!(
+        facts.contains(" steps ") && facts.contains("1880") && facts.contains("1775"),
+        "{facts}"
+    );
+    assert!(facts.contains("official mean val loss") && facts.contains("(5 logs)"), "{facts}");
+    assert!(!facts.contains("tokens"), "{facts}");
     let out = records(&["diff", "81", "84"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("unknown record 81"), "{err}");

@@ -220,7 +220,8 @@ impl Manifest {
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let mut m: Manifest = toml::from_str(&text).map_err(|e| {
             let line = e.span().map_or(0, |s| text[..s.start].matches('\n').count() + 1);
-            anyhow::anyhow!("{}: line {line}: {}", path.display(), e.message().trim())
+            let at = quoted_line(&text, line);
+            anyhow::anyhow!("{}: line {line}: {}{at}", path.display(), e.message().trim())
         })?;
         m.path = path.to_path_buf();
         m.recipe_keys = recipe_check::key_lines(&text);
@@ -502,5 +503,21 @@ impl Broken {
     fn new(path: PathBuf, error: String) -> Broken {
         let number = path.file_stem().and_then(|s| s.to_str()).and_then(|s| s.parse().ok());
         Broken { path, number, error }
+    }
+}
+
+/// Line `line` of a manifest as toml's error points at it (` at `[record]`, first on line 2`
+/// for a table given twice, whose error toml words as a duplicate key), so the reader sees
+/// which of two equal lines is meant.
+fn quoted_line(text: &str, line: usize) -> String {
+    let Some(here) = line.checked_sub(1).and_then(|i| text.lines().nth(i)).map(str::trim) else {
+        return String::new();
+    };
+    let first = (here.starts_with('['))
+        .then(|| text.lines().take(line - 1).position(|l| l.trim() == here))
+        .flatten();
+    match first {
+        Some(i) => format!(" at `{here}`, first on line {}", i + 1),
+        None => format!(" at `{here}`"),
     }
 }

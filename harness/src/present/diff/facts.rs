@@ -34,12 +34,15 @@ pub(super) fn view(root: &Path, a: &Manifest, b: &Manifest) -> Result<String> {
         rb.steps.to_string(),
         change(ra.steps as f64, rb.steps as f64, figures::count_delta),
     ]);
-    t.row([
-        "tokens".into(),
-        format!("{:.1}M", ra.tokens as f64 / 1e6),
-        format!("{:.1}M", rb.tokens as f64 / 1e6),
-        change(ra.tokens as f64, rb.tokens as f64, figures::millions_delta),
-    ]);
+    // An upstream record inside a step has no token count (upstream's table gives none).
+    if ra.tokens > 0 && rb.tokens > 0 {
+        t.row([
+            "tokens".into(),
+            format!("{:.1}M", ra.tokens as f64 / 1e6),
+            format!("{:.1}M", rb.tokens as f64 / 1e6),
+            change(ra.tokens as f64, rb.tokens as f64, figures::millions_delta),
+        ]);
+    }
     let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
     if let (Some(x), Some(y)) = (mean(&a.evidence.val_losses), mean(&b.evidence.val_losses)) {
         let n = |m: &Manifest| m.evidence.val_losses.len();

@@ -3,9 +3,10 @@
 //! recipe is its parent record's with the rows applied), and the code diff of their two trees.
 use super::Paint;
 use crate::catalog::upstream_recipe::{changes, step};
-use crate::catalog::{Catalog, RecordId, Upstream, SERIES};
+use crate::catalog::{Catalog, Manifest, RecordId, Upstream, SERIES};
 use crate::series::{apply, tree, Series};
 use anyhow::{Context, Result};
+use std::borrow::Cow;
 use std::path::Path;
 
 /// The diff from the older of `a`, `b` to the newer; None unless one of them is an upstream
@@ -34,6 +35,12 @@ pub fn render(root: &Path, a: RecordId, b: RecordId, paint: Paint) -> Result<Opt
     let ((ta, old), (tb, new)) = (recipe(lo)?, recipe(hi)?);
     let mut out =
         paint.bold(&format!("records diff #{lo} → #{hi}\n  #{lo}: {ta}\n  #{hi}: {tb}\n"));
+    out.push('\n');
+    out.push_str(&super::facts::view(
+        root,
+        &*manifest(&catalog, root, lo)?,
+        &*manifest(&catalog, root, hi)?,
+    )?);
     let mut rows: Vec<&Upstream> = (catalog.records().iter())
         .flat_map(|m| &m.upstream)
         .filter(|u| lo < u.number && u.number <= hi)
@@ -68,4 +75,15 @@ pub fn render(root: &Path, a: RecordId, b: RecordId, paint: Paint) -> Result<Opt
         out.push('\n');
     }
     Ok(Some(out))
+}
+
+/// Record `k`'s manifest, or upstream record k's as `records replay k` would write it (its
+/// facts from its row), for the facts side by side; nothing is written.
+fn manifest<'c>(catalog: &'c Catalog, root: &Path, k: u32) -> Result<Cow<'c, Manifest>> {
+    if let Ok(m) = catalog.get(k) {
+        return Ok(Cow::Borrowed(m));
+    }
+    let path = crate::paths::derived_dir(root).join("upstream").join(format!("{k:02}.toml"));
+    let s = step(catalog, k).context("an upstream record inside a step")?;
+    s.manifest(path).map(Cow::Owned).map_err(anyhow::Error::msg)
 }
