@@ -175,3 +175,33 @@ fn a_wrong_tree_id_is_blamed_on_its_manifest() {
         "{err}"
     );
 }
+
+/// `records series stats`: ARCHITECTURE.md quotes its summary as it is today, and each commit's
+/// files, diffed tree to tree with libgit2, add up to the lines its patch text holds.
+#[test]
+fn series_stats_are_architecture_s_figures_and_add_up_to_the_patches() {
+    let out = Sandbox::new().run(&["series", "stats", "--summary", "--format", "md"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = std::fs::read_to_string(checkout().join("ARCHITECTURE.md")).unwrap();
+    let start = "<!-- records series stats --summary --format md -->\n";
+    let quoted = &doc[doc.find(start).expect("ARCHITECTURE.md quotes the stats") + start.len()..];
+    let quoted = &quoted[..quoted.find("<!-- end of records series stats -->").unwrap()];
+    assert_eq!(quoted, text, "ARCHITECTURE.md's figures are stale: paste the command's output");
+
+    let copy = sandbox::scratch_checkout();
+    let stats = records::series::stats::main_track(copy.path()).unwrap();
+    let series = records::series::Series::load(copy.path()).unwrap();
+    let commits: Vec<_> = (series.chain(records::catalog::Track::Main).iter())
+        .filter(|r| r.number > records::catalog::RecordId::main(29))
+        .flat_map(|r| &r.commits)
+        .collect();
+    assert_eq!(stats.len(), commits.len());
+    for (s, c) in stats.iter().zip(commits) {
+        let sum = s.files.iter().fold((0, 0), |(a, r), f| (a + f.added, r + f.removed));
+        assert_eq!(sum, c.counts(), "{}", c.subject);
+        assert_eq!(s.upstream, c.upstream());
+    }
+    let row = |k| stats.iter().find(|s| s.upstream == Some(k)).unwrap();
+    assert!(row(44).stays_home() && !row(73).stays_home());
+}

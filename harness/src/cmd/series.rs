@@ -3,7 +3,7 @@ use anyhow::Context;
 use clap::Subcommand;
 use records::catalog::{RecordId, Track};
 use records::series::check::Intermediate;
-use records::{paths, series};
+use records::{paths, present, series};
 use std::path::PathBuf;
 
 /// The patch series: every main record's trainer is the checkout with newer patches reversed;
@@ -57,6 +57,18 @@ pub enum Command {
         #[arg(long, default_value = "main")]
         track: Track,
     },
+    /// How much of each upstream record's commit (#30 onward) stays in its technique's own
+    /// module: its lines there, in tests and in the shared files (the assembly, the recipe and
+    /// registry, routing, the loop), then each shared file's use; ARCHITECTURE.md quotes the
+    /// summary.
+    Stats {
+        /// Only the summary (the commits that stay home and each shared file's use).
+        #[arg(long)]
+        summary: bool,
+        /// Aligned text, or markdown for ARCHITECTURE.md.
+        #[arg(long, value_enum, default_value = "text")]
+        format: super::FormatArg,
+    },
     /// Write the tree ids of a branching track's records (Act 1's) into their manifests
     /// (`[record] tree`), as its patches now give them.
     RecordTrees {
@@ -105,6 +117,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                  trees",
                 track.def().name
             )
+        }
+        Command::Stats { summary, format } => {
+            let stats = series::stats::main_track(&root)?;
+            if !summary {
+                println!("{}", present::stats::commits(&stats, format.into()));
+            }
+            print!("{}", present::stats::summary(&stats, format.into()));
         }
         Command::RecordTrees { track } => {
             let changed = series::recorded::record_track(&root, track)?;

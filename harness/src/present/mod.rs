@@ -7,5 +7,6 @@ pub mod plot;
 pub mod report;
 pub mod review;
 pub mod site;
+pub mod stats;
 pub mod table;
 pub mod walk;

@@ -16,6 +16,7 @@ pub mod export;
 pub mod mailbox;
 pub mod patch;
 pub mod recorded;
+pub mod stats;
 pub mod tree;
 
 use crate::catalog::{Catalog, RecordId, Track};
