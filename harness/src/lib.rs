@@ -8,6 +8,7 @@ pub mod present;
 pub mod profile;
 pub mod run;
 pub mod series;
+pub mod text;
 /// The trainer's recipe module (`src/recipe.rs`, `src/recipe/`), compiled into the CLI so a
 /// manifest is checked by the trainer's own rules before anything builds ([`recipe_check`]).
 /// It needs no libtorch.

@@ -19,7 +19,7 @@ pub fn init(verbose: bool) {
 }
 
 /// Runs `f`, one step of the harness for `record`; at debug level, says how long it took.
-pub fn step<T>(what: &str, record: crate::catalog::RecordId, f: impl FnOnce() -> T) -> T {
+pub fn step<T>(what: &str, record: impl std::fmt::Display, f: impl FnOnce() -> T) -> T {
     let t0 = Instant::now();
     let out = f();
     tracing::debug!("records: {what} {record}: {:.2} s", t0.elapsed().as_secs_f64());

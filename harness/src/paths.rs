@@ -48,7 +48,7 @@ pub fn derived_dir(root: &Path) -> PathBuf {
 }
 
 /// Where materialized trees are built and their binaries kept: `<state>/records-trees` with
-/// `RECORDS_STATE`, else `records-trees` in cargo's target dir (see `series::build`).
+/// `RECORDS_STATE`, else `records-trees` in cargo's target dir (see `run::tree_build`).
 pub fn tree_builds_dir(root: &Path) -> PathBuf {
     state_dir().map_or_else(|| cargo_target_dir(root), |s| s.to_path_buf()).join("records-trees")
 }

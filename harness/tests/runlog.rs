@@ -1,6 +1,6 @@
 //! Run-log parsing on excerpts written from the documented formats of every era, and the verdict
 //! built from them.
-use records::present::table::Format;
+use records::text::table::Format;
 use records::verdict::runlog::{self, RunLog};
 use records::verdict::Verdict;
 

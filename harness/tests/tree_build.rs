@@ -3,7 +3,7 @@
 //! same crate names and different code build through `TreeBuild`. Real cargo, offline. The
 //! dependency must not be compiled again, each tree's binary must be its own, and the
 //! checkout's `target/release/train` must stay the checkout's.
-use records::series::build::TreeBuild;
+use records::run::tree_build::TreeBuild;
 use records::series::tree::MARKER;
 use std::path::Path;
 use std::process::Command;

@@ -1,8 +1,8 @@
 //! `records list`: the records, one line each.
 use records::catalog::{upstream_recipe, RecordId, Track};
 use records::paths;
-use records::present::figures;
 use records::run::replays;
+use records::text::figures;
 use records::verdict::stats;
 
 /// List the records with upstream's PR, date, official time and steps, and this machine's lab

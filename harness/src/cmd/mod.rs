@@ -70,11 +70,11 @@ pub enum FormatArg {
     Md,
 }
 
-impl From<FormatArg> for records::present::table::Format {
+impl From<FormatArg> for records::text::table::Format {
     fn from(f: FormatArg) -> Self {
         match f {
-            FormatArg::Text => records::present::table::Format::Text,
-            FormatArg::Md => records::present::table::Format::Markdown,
+            FormatArg::Text => records::text::table::Format::Text,
+            FormatArg::Md => records::text::table::Format::Markdown,
         }
     }
 }

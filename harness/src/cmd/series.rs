@@ -2,7 +2,7 @@
 use anyhow::Context;
 use clap::Subcommand;
 use records::catalog::{RecordId, Track};
-use records::series::check::Intermediate;
+use records::run::series_build::{self, Intermediate};
 use records::{paths, present, series};
 use std::path::PathBuf;
 
@@ -98,9 +98,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 (true, false) => Intermediate::Rotating(3),
                 (false, false) => Intermediate::None,
             };
-            let checked =
-                series::check::check(&root, build, intermediate, &mut |line| println!("{line}"))?;
-            println!("series ok: {} record(s)", checked.len());
+            let proven = series::check::check(&root, &mut |line| println!("{line}"))?;
+            if build {
+                series_build::build(&root, &proven, intermediate, &mut |line| println!("{line}"))?;
+            }
+            println!("series ok: {} record(s)", proven.checked.len());
         }
         Command::Tree { record, out: None } => {
             println!("{}", series::materialize(&root, record)?.display())

@@ -3,10 +3,10 @@ use records::catalog::manifest_text;
 use records::catalog::upstream_recipe::{self, Step};
 use records::catalog::{RecordId, SERIES, TARGET_VAL_LOSS};
 use records::paths;
-use records::present::figures;
 use records::present::plot::{self, Chart, XAxis};
-use records::present::table::{Format, Table};
 use records::run::lab_recipe;
+use records::text::figures;
+use records::text::table::{Format, Table};
 use records::verdict::stats;
 
 /// Show one record: upstream facts, the official figures and its recipe as the manifest writes
@@ -169,7 +169,7 @@ fn print_logs((losses_label, times_label): (&str, &str), losses: &[f64], times: 
         let text: Vec<String> = losses.iter().map(|&x| figures::loss(x)).collect();
         println!("\n{losses_label}: {}", text.join(", "));
         if let Some(t) = stats::ttest_1samp_less(losses, TARGET_VAL_LOSS) {
-            println!("{}", figures::loss_test(&t, TARGET_VAL_LOSS));
+            println!("{}", t.stated(TARGET_VAL_LOSS));
         }
     }
     if !times.is_empty() {

@@ -44,7 +44,7 @@ pub fn run(args: Args) -> Result<()> {
             tracing::warn!(
                 "records: warning: {}: {} not understood, the first at line {n}: `{}`",
                 path.display(),
-                records::present::figures::count(log.unread.len(), "step line"),
+                records::text::figures::count(log.unread.len(), "step line"),
                 runlog::clip(line),
             );
         }

@@ -1,12 +1,10 @@
-//! What the CLI shows a person: figures and tables, the pager, curves, `diff`, `review`, the
+//! What the CLI shows a person (over `text`'s figures and tables): the pager, curves, `diff`, `review`, the
 //! site, and how an error reads.
 pub mod diff;
-pub mod figures;
 pub mod pager;
 pub mod plot;
 pub mod report;
 pub mod review;
 pub mod site;
 pub mod stats;
-pub mod table;
 pub mod walk;

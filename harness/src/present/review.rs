@@ -7,17 +7,17 @@
 use crate::catalog::upstream_recipe::{self, Step};
 use crate::catalog::{Catalog, Manifest, Note, RecordId, Track, SERIES, TARGET_VAL_LOSS};
 use crate::present::diff::Paint;
-use crate::present::figures;
 use crate::series::mailbox::Commit;
 use crate::series::patch::{self, FilePatch};
 use crate::series::{apply, tree, Series};
+use crate::text::figures;
 use crate::verdict::stats;
 use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
-pub use crate::present::table::Format;
+pub use crate::text::table::Format;
 
 /// Where a note lands: commit, file, hunk and body line of the record's patch.
 pub type Spot = (usize, usize, usize, usize);
@@ -342,7 +342,7 @@ fn evidence(
             list.join(", ")
         )?;
         match stats::ttest_1samp_less(&e.val_losses, TARGET_VAL_LOSS) {
-            Some(t) => writeln!(out, "{bullet}{}", figures::loss_test(&t, TARGET_VAL_LOSS))?,
+            Some(t) => writeln!(out, "{bullet}{}", t.stated(TARGET_VAL_LOSS))?,
             None => writeln!(out, "{bullet}t-test: needs two or more runs")?,
         }
     } else {

@@ -1,7 +1,7 @@
 //! `records series stats`: per upstream-record commit, the lines in its own module, in tests and
 //! in shared files (named), then each shared file's use and how many commits stay home.
-use crate::present::table::{Format, Table};
 use crate::series::stats::{shared_use, CommitStats, Kind, GOAL_SHARED_LINES};
+use crate::text::table::{Format, Table};
 
 /// `+a −r` of some files.
 fn counts<'f>(files: impl Iterator<Item = &'f crate::series::stats::FileLines>) -> String {

@@ -1,11 +1,11 @@
 //! A walk as a person reads it: a table of what each record changed and what it bought (the
 //! official time, ours: the lab val loss at equal steps), and two charts over the records, the
 //! lab loss stepping down (or up) beside upstream's time stepping down.
-use super::figures::{loss, loss_delta, secs, secs_delta};
 use super::plot::{Chart, Curve, Source, Target, XAxis, YAxis};
-use super::table::{Format, Table};
 use crate::catalog::RecordId;
 use crate::run::walk::Walk;
+use crate::text::figures::{loss, loss_delta, secs, secs_delta};
+use crate::text::table::{Format, Table};
 use crate::verdict::stats;
 
 /// The hardware of the official times of the walk's track: 8×H100 on the main track.

@@ -1,6 +1,6 @@
 //! "Where the time goes": one table per stage, or two records side by side.
 use super::{Category, StageTable};
-use crate::present::table::{Format, Table};
+use crate::text::table::{Format, Table};
 
 /// A record's profiled steps under one heading.
 pub struct Profiled<'a> {

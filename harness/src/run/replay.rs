@@ -1,6 +1,6 @@
 //! Replaying a record: the data it needs, building its trainer, running the ranks, results.
+use super::tree_build::{kept_binary, libtorch, run_cargo, TreeBuild};
 use crate::paths;
-use crate::series::build::{kept_binary, libtorch, run_cargo, TreeBuild};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //!
 //! Without this an interrupted replay leaves `results/NN/.tmp-*` behind and a SIGTERM during
 //! the tree build orphans `cargo build`. Cargo runs in a process group of its own (see
-//! `series::build::run_cargo`) so that its rustc and build-script children stop with it; the
+//! `tree_build::run_cargo`) so that its rustc and build-script children stop with it; the
 //! ranks stay in ours and also die with us (`PR_SET_PDEATHSIG`).
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -2,14 +2,14 @@
 //! parent's tree gives exactly its tree (a branching track's: reverse-applying it gives the
 //! parent's), its notes point at real lines, its upstream rows add up to its recipe (where they
 //! carry recipes), a branching track's files under src/model/, src/optim/ and src/data/ are
-//! HEAD's where HEAD has them (but those its manifest lists), and (with `build`) every tree
-//! compiles.
-use super::{apply, build, patch_path, recorded, tree, tree_dir, Series};
+//! HEAD's where HEAD has them (but those its manifest lists). That every tree builds is
+//! `run::series_build`'s, over what this proves.
+use super::{apply, patch_path, recorded, tree, Series};
 use crate::catalog::upstream_recipe::{self, Rows};
 use crate::catalog::{Catalog, RecordId};
-use crate::run::{lab_recipe, trainer_cmd::Trainer};
 use anyhow::{bail, Context, Error, Result};
 use git2::{Oid, Repository};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// What was checked for one record.
@@ -22,25 +22,18 @@ pub struct Checked {
     pub tree: Oid,
 }
 
-/// Which trees of the upstream records inside the steps (#30-#84 but the nine) `--build` also
-/// builds and runs with their own recipes: a full proof is 45 release builds (about 45 s each
-/// on 2 cores, each with its trainer's recipe check), too long for every CI run.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Intermediate {
-    None,
-    /// `n` of them, a different `n` each day (consecutive ones, wrapping), so that successive
-    /// days' runs cover them all.
-    Rotating(usize),
-    All,
+/// The proven series: what was checked for each record, every record's tree, and the scratch
+/// repository that holds them (for `run::series_build` to write and build them).
+pub struct Proven {
+    pub catalog: Catalog,
+    pub series: Series,
+    pub checked: Vec<Checked>,
+    pub trees: BTreeMap<RecordId, Oid>,
+    pub repo: Repository,
 }
 
-/// Checks the whole series; `log` gets one line per step. The first problem is the error.
-pub fn check(
-    root: &Path,
-    build: bool,
-    intermediate: Intermediate,
-    log: &mut dyn FnMut(&str),
-) -> Result<Vec<Checked>> {
+/// Checks the whole series; `log` gets one line per record. The first problem is the error.
+pub fn check(root: &Path, log: &mut dyn FnMut(&str)) -> Result<Proven> {
     let catalog = Catalog::load(root)?;
     if let Some(b) = catalog.broken().first() {
         bail!("{}", b.error);
@@ -54,14 +47,43 @@ pub fn check(
         scope(root, r)?;
     }
     let repo = apply::scratch_repo()?;
-    let first = series.numbers()[0];
     let trees = recorded::all_trees(&catalog, &series, &repo)?;
     // The checkout's trainer: the newest record's with head.patch's additions.
     let head = super::tree::worktree_tree(&repo, root)?;
-    let mut out = Vec::new();
+    let ctx =
+        Checker { root, catalog: &catalog, series: &series, repo: &repo, trees: &trees, head };
+    let mut checked = Vec::new();
     for r in series.records() {
-        let manifest = catalog.get(r.number)?;
-        let parent = series.parent(r.number)?;
+        let c = ctx.record(r)?;
+        log(&c.line);
+        checked.push(c.checked);
+    }
+    Ok(Proven { catalog, series, checked, trees, repo })
+}
+
+/// What every record's check reads.
+struct Checker<'a> {
+    root: &'a Path,
+    catalog: &'a Catalog,
+    series: &'a Series,
+    repo: &'a Repository,
+    trees: &'a BTreeMap<RecordId, Oid>,
+    head: Oid,
+}
+
+/// One record's check: what was checked and its log line.
+struct RecordCheck {
+    checked: Checked,
+    line: String,
+}
+
+impl Checker<'_> {
+    /// Record `r`: its parent as the chain has it, its patch exactly between the two trees, its
+    /// notes, its commits one per upstream row, and the rows adding up to its recipe (or, on a
+    /// branching track, HEAD's shared files reused).
+    fn record(&self, r: &super::Record) -> Result<RecordCheck> {
+        let manifest = self.catalog.get(r.number)?;
+        let parent = self.series.parent(r.number)?;
         if manifest.record.parent != parent {
             bail!(
                 "{}: record.parent = {:?} but the chain puts {:?} before {}; add the missing manifest or fix the parent",
@@ -71,92 +93,77 @@ pub fn check(
                 r.number
             );
         }
-        let tree = trees[&r.number];
-        match parent {
-            Some(p) if r.number.is_main() => {
-                let got = *series.forward(&repo, r.number, trees[&p])?.last().unwrap_or(&trees[&p]);
-                if got != tree {
-                    let file = first_difference(&repo, got, tree)?;
-                    bail!(
-                        "record {}: {} applied to {p}'s tree does not give {}'s tree ({file} differs); the patch is not exactly reversible, regenerate it with `records series export`/`import`",
-                        r.number,
-                        patch_path(root, r.number).display(),
-                        r.number
-                    );
-                }
-            }
-            // A branching track's trees are made forward: the patch must also undo exactly.
-            Some(p) => {
-                let got = reverse(&repo, r, tree)?;
-                if got != trees[&p] {
-                    let file = first_difference(&repo, got, trees[&p])?;
-                    bail!(
-                        "record {}: {} reverse-applied to {}'s tree does not give {p}'s tree ({file} differs); the patch is not exactly reversible, regenerate it (git format-patch)",
-                        r.number,
-                        patch_path(root, r.number).display(),
-                        r.number
-                    );
-                }
-            }
-            None => {}
+        let tree = self.trees[&r.number];
+        if let Some(p) = parent {
+            self.patch_between(r, p, tree)?;
         }
-        check_notes(&repo, tree, manifest)?;
-        check_rows_are_commits(root, r, manifest)?;
-        let rows = match parent {
-            Some(p) => upstream_recipe::check(catalog.get(p)?, manifest).map_err(Error::msg)?,
-            None => Rows::NotYet,
-        };
-        let rows_note = match (parent, rows) {
-            (Some(_), _) if !r.number.is_main() => {
-                let chain = series.chain(r.number.track);
-                let newest = trees[&chain[chain.len() - 1].number];
-                let base = series.parent(chain[0].number)?.map(|b| trees[&b]);
-                let base = base.context("a branching track starts from a main record")?;
-                let n = check_head_reuse(root, &repo, (head, base, newest), r, manifest)?;
-                format!(", HEAD's shared files reused ({n} listed as differing)")
-            }
-            (Some(_), Rows::Proven(n)) => format!(", the {n} upstream rows add up to its recipe"),
-            (Some(_), Rows::NotYet) => ", upstream rows without recipes".to_string(),
-            (None, _) => String::new(),
-        };
+        check_notes(self.repo, tree, manifest)?;
+        check_rows_are_commits(self.root, r, manifest)?;
+        let rows_note = self.rows_note(r, parent, manifest)?;
         let (added, removed) = r.commits.iter().fold((0, 0), |acc, c| {
             let (a, d) = c.counts();
             (acc.0 + a, acc.1 + d)
         });
-        log(&format!(
+        let line = format!(
             "ok   {:<4} {} commit(s), +{added} -{removed}, tree {:.10}{rows_note}",
             r.number,
             r.commits.len(),
             tree.to_string()
-        ));
-        out.push(Checked { record: r.number, commits: r.commits.len(), added, removed, tree });
+        );
+        let checked = Checked { record: r.number, commits: r.commits.len(), added, removed, tree };
+        Ok(RecordCheck { checked, line })
     }
-    if build {
-        let newest = series.newest();
-        // Each branching track's newest is built too (its replays start from it).
-        let tips: Vec<RecordId> = (series.branches().into_iter())
-            .filter_map(|(t, _)| series.chain(t).last().map(|r| r.number))
-            .collect();
-        for r in series.numbers() {
-            let dir = tree_dir(root, r);
-            tree::write_dir(&repo, trees[&r], &dir)?;
-            tree::write_head_manifests(root, &dir)?;
-            // Release profile for both: libtorch's bindings (a minutes-long C++ build script)
-            // then build once for all trees and their replays.
-            let action =
-                if r == first || r == newest || tips.contains(&r) { "build" } else { "check" };
-            let args = [action, "--release", "--all-targets", "-p", "trainer"];
-            log(&format!("     {r:<4} cargo {}", args.join(" ")));
-            build::TreeBuild::start(root, &dir).and_then(|b| b.cargo(&args)).with_context(
-                || format!("record {r}: its tree does not build; fix the record's patch"),
-            )?;
+
+    /// A main record's patch applied to its parent's tree gives its tree; a branching track's,
+    /// made forward, must also undo exactly.
+    fn patch_between(&self, r: &super::Record, p: RecordId, tree: Oid) -> Result<()> {
+        let (n, patch) = (r.number, patch_path(self.root, r.number));
+        if n.is_main() {
+            let base = self.trees[&p];
+            let got = *self.series.forward(self.repo, n, base)?.last().unwrap_or(&base);
+            if got != tree {
+                let file = first_difference(self.repo, got, tree)?;
+                bail!(
+                    "record {n}: {} applied to {p}'s tree does not give {n}'s tree ({file} differs); the patch is not exactly reversible, regenerate it with `records series export`/`import`",
+                    patch.display()
+                );
+            }
+        } else {
+            let got = reverse(self.repo, r, tree)?;
+            if got != self.trees[&p] {
+                let file = first_difference(self.repo, got, self.trees[&p])?;
+                bail!(
+                    "record {n}: {} reverse-applied to {n}'s tree does not give {p}'s tree ({file} differs); the patch is not exactly reversible, regenerate it (git format-patch)",
+                    patch.display()
+                );
+            }
         }
-        let all: Vec<u32> = catalog.inside_steps().iter().map(|(_, u)| u.number).collect();
-        for k in chosen(&all, intermediate, days_since_epoch()) {
-            run_own_recipe(root, &catalog, &series, k, log)?;
-        }
+        Ok(())
     }
-    Ok(out)
+
+    /// The upstream rows add up to the record's recipe; on a branching track, HEAD's shared
+    /// files are reused. The log line's tail says which was proven.
+    fn rows_note(
+        &self,
+        r: &super::Record,
+        parent: Option<RecordId>,
+        manifest: &crate::catalog::Manifest,
+    ) -> Result<String> {
+        let Some(p) = parent else { return Ok(String::new()) };
+        let rows = upstream_recipe::check(self.catalog.get(p)?, manifest).map_err(Error::msg)?;
+        if !r.number.is_main() {
+            let chain = self.series.chain(r.number.track);
+            let newest = self.trees[&chain[chain.len() - 1].number];
+            let base = self.series.parent(chain[0].number)?.map(|b| self.trees[&b]);
+            let base = base.context("a branching track starts from a main record")?;
+            let n = check_head_reuse(self.root, self.repo, (self.head, base, newest), r, manifest)?;
+            return Ok(format!(", HEAD's shared files reused ({n} listed as differing)"));
+        }
+        Ok(match rows {
+            Rows::Proven(n) => format!(", the {n} upstream rows add up to its recipe"),
+            Rows::NotYet => ", upstream rows without recipes".to_string(),
+        })
+    }
 }
 
 /// A patch after #29 has one commit per upstream record of its span ("#k: ..."), in the order of
@@ -186,51 +193,6 @@ fn check_rows_are_commits(
             m.path.display(),
             show(&rows)
         );
-    }
-    Ok(())
-}
-
-/// The trees `which` picks among `all` on day `day`.
-fn chosen(all: &[u32], which: Intermediate, day: u64) -> Vec<u32> {
-    match which {
-        Intermediate::None => Vec::new(),
-        Intermediate::All => all.to_vec(),
-        Intermediate::Rotating(n) => {
-            let n = n.min(all.len());
-            let start = (day as usize * n) % all.len().max(1);
-            let mut picked: Vec<u32> = (0..n).map(|i| all[(start + i) % all.len()]).collect();
-            picked.sort_unstable();
-            picked
-        }
-    }
-}
-
-fn days_since_epoch() -> u64 {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-    now.map_or(0, |d| d.as_secs() / 86_400)
-}
-
-/// Upstream record `k`'s tree builds (release, its trainer kept for replays) and its trainer
-/// reads k's own recipe at lab and full scale (`train --print-recipe`).
-fn run_own_recipe(
-    root: &Path,
-    catalog: &Catalog,
-    series: &Series,
-    k: u32,
-    log: &mut dyn FnMut(&str),
-) -> Result<()> {
-    let (holder, i, _) = series.upstream_commit(k).context("an upstream step has its commit")?;
-    let m = catalog.replayable(root, k)?;
-    log(&format!(
-        "     upstream #{k:<3} (commit {} of {holder}'s patch): build, read its recipe",
-        i + 1
-    ));
-    let why = || {
-        format!("upstream #{k}: its tree (commit {} of {holder}'s patch) does not build or run its own recipe; fix that commit", i + 1)
-    };
-    let t = Trainer::build(root, k, false, false).with_context(why)?;
-    for scale in ["lab", "full"] {
-        lab_recipe::ask(&t.bin, &m.path, scale, lab_recipe::PRINT_RECIPE).with_context(why)?;
     }
     Ok(())
 }
@@ -396,25 +358,4 @@ fn check_notes(repo: &Repository, tree: Oid, manifest: &crate::catalog::Manifest
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_rotation_covers_every_tree_in_turn() {
-        let all: Vec<u32> = (30..37).collect(); // 7 trees, 3 a day
-        assert_eq!(chosen(&all, Intermediate::Rotating(3), 0), [30, 31, 32]);
-        assert_eq!(chosen(&all, Intermediate::Rotating(3), 1), [33, 34, 35]);
-        assert_eq!(chosen(&all, Intermediate::Rotating(3), 2), [30, 31, 36]);
-        let mut seen: Vec<u32> =
-            (0..3).flat_map(|d| chosen(&all, Intermediate::Rotating(3), d)).collect();
-        seen.sort_unstable();
-        seen.dedup();
-        assert_eq!(seen, all);
-        assert_eq!(chosen(&all, Intermediate::Rotating(10), 5), all);
-        assert_eq!(chosen(&all, Intermediate::All, 5), all);
-        assert!(chosen(&all, Intermediate::None, 5).is_empty());
-    }
 }

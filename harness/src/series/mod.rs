@@ -8,7 +8,6 @@
 //! a1, a2, ... and Tree(ak) is Tree(#1) with `patches/a1.patch` ... `patches/ak.patch` applied
 //! forward, in order.
 pub mod apply;
-pub mod build;
 pub mod capture;
 pub mod check;
 pub mod date;

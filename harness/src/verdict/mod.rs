@@ -1,7 +1,7 @@
 //! The verdict on a replay: did our runs reach the record's target loss within its step budget,
 //! how long did they take on this machine, and how does that compare with the parent record
 //! re-timed here. Official (upstream 8×H100) figures are carried alongside, always labelled.
-use crate::present::figures;
+use crate::text::figures;
 use runlog::RunLog;
 use serde::{Deserialize, Serialize};
 use stats::{Summary, TTest, Welch};
@@ -345,9 +345,34 @@ fn judge(
                 below,
                 format!(
                     "mean val loss {mean} ≤ {target}; {}, {verdict} {P_THRESHOLD}",
-                    figures::loss_test(&t, target)
+                    t.stated(target)
                 ),
             )
         }
+    }
+}
+
+impl TTest {
+    /// The one-sided one-sample test of the speedrun's loss rule, stated as what it is:
+    /// `one-sided t-test of mean < 3.28: p = 0.0001 (t = −8.80, df = 6)`.
+    pub fn stated(&self, target: f64) -> String {
+        format!(
+            "one-sided t-test of mean < {target}: p = {} (t = {}, df = {})",
+            figures::p_value(self.p),
+            figures::t_stat(self.t),
+            figures::dof(self.df)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_loss_test_says_what_it_tests() {
+        let t = TTest { t: -8.8012, df: 6.0, p: 0.000_06 };
+        let want = "one-sided t-test of mean < 3.28: p = 0.0001 (t = −8.80, df = 6)";
+        assert_eq!(t.stated(3.28), want);
     }
 }

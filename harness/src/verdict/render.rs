@@ -2,8 +2,8 @@
 //! Every figure is labelled with whose it is: ours (this machine), the logs given, or official
 //! (upstream 8×H100).
 use super::{BaselineDelta, Verdict};
-use crate::present::figures::{self, count};
-use crate::present::table::{Format, Table};
+use crate::text::figures::{self, count};
+use crate::text::table::{Format, Table};
 use std::fmt::Write;
 
 impl Verdict {
@@ -89,7 +89,7 @@ impl Verdict {
             }
         }
         let test = match self.loss_test {
-            Some(test) => figures::loss_test(&test, self.target_loss),
+            Some(test) => test.stated(self.target_loss),
             None => "t-test: needs two or more runs with different losses".to_string(),
         };
         // The test's wording is its own label; it spans the row.

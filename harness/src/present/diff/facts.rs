@@ -1,8 +1,8 @@
 //! The two records side by side: upstream's facts and this machine's lab result of each.
 use crate::catalog::Manifest;
-use crate::present::figures;
-use crate::present::table::{Format, Table};
 use crate::run::replays::{self, Replay};
+use crate::text::figures;
+use crate::text::table::{Format, Table};
 use anyhow::Result;
 use std::path::Path;
 

@@ -542,7 +542,7 @@ fn official(m: &Manifest) -> OfficialView {
         format!("{:.4}{std}", s.mean)
     });
     let ttest = match stats::ttest_1samp_less(&e.val_losses, TARGET_VAL_LOSS) {
-        Some(t) => Some(crate::present::figures::loss_test(&t, TARGET_VAL_LOSS)),
+        Some(t) => Some(t.stated(TARGET_VAL_LOSS)),
         None if !e.val_losses.is_empty() => Some("p-value: needs two or more runs".into()),
         None => None,
     };

@@ -11,7 +11,7 @@
 //! checkout and every tree) and `<target>/records-trees` as the artifact dir, so a tree's
 //! `train` never replaces the checkout's `target/release/train`. Tree builds take turns under a
 //! lock, and each kept binary is copied to `records-trees/bins/<tree id>/`.
-use super::{build_dir, tree::MARKER};
+use crate::series::{build_dir, tree::MARKER};
 use anyhow::{bail, Context, Result};
 use std::fs::File;
 use std::os::unix::process::CommandExt;
@@ -31,7 +31,7 @@ pub struct TreeBuild {
     wrapper: PathBuf,
     _lock: File,
     /// A timed run beside this build is told its times are not comparable.
-    _mark: crate::run::timing_lock::BuildMark,
+    _mark: super::timing_lock::BuildMark,
 }
 
 impl TreeBuild {
@@ -48,7 +48,7 @@ impl TreeBuild {
         let wrapper = write_wrapper(&artifacts.join("wrappers").join(&id))?;
         let shared = crate::paths::cargo_target_dir(root);
         let (root, tree) = (root.to_path_buf(), tree.to_path_buf());
-        let _mark = crate::run::timing_lock::building()?;
+        let _mark = super::timing_lock::building()?;
         Ok(TreeBuild { artifacts, shared, root, tree, id, wrapper, _lock: lock, _mark })
     }
 
@@ -124,7 +124,7 @@ pub fn run_cargo(root: &Path, target: &Path, dir: &Path, args: &[&str]) -> Resul
 fn cargo_command(root: &Path, target: &Path, dir: &Path, args: &[&str]) -> Command {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     // A process group of its own, so a signal to `records` stops rustc and the build scripts
-    // with cargo (see `crate::run::signals`).
+    // with cargo (see `super::signals`).
     let mut cmd = Command::new(cargo);
     cmd.args(args).current_dir(dir).env("CARGO_TARGET_DIR", target).process_group(0);
     cmd.env("LIBTORCH", libtorch(root, std::env::var_os("LIBTORCH")));

@@ -1,7 +1,5 @@
 //! How figures read in everything the CLI prints: losses to 4 decimals, times to 0.1 s,
 //! percentages to 1 decimal, a real minus sign, counts with their plural.
-use crate::verdict::stats::TTest;
-
 /// A val loss: `2.4820`.
 pub fn loss(x: f64) -> String {
     minus(format!("{x:.4}"))
@@ -60,17 +58,6 @@ pub fn count(n: usize, noun: &str) -> String {
     }
 }
 
-/// The one-sided one-sample test of the speedrun's loss rule, stated as what it is:
-/// `one-sided t-test of mean < 3.28: p = 0.0001 (t = −8.80, df = 6)`.
-pub fn loss_test(t: &TTest, target: f64) -> String {
-    format!(
-        "one-sided t-test of mean < {target}: p = {} (t = {}, df = {})",
-        p_value(t.p),
-        t_stat(t.t),
-        dof(t.df)
-    )
-}
-
 /// Rust prints `-`; text for people gets the minus sign U+2212.
 /// A signed whole difference: `+490`.
 pub fn count_delta(x: f64) -> String {
@@ -115,14 +102,5 @@ mod tests {
         assert_eq!(count(1, "run"), "1 run");
         assert_eq!(count(0, "run"), "0 runs");
         assert_eq!(count(7, "step"), "7 steps");
-    }
-
-    #[test]
-    fn the_loss_test_says_what_it_tests() {
-        let t = TTest { t: -8.8012, df: 6.0, p: 0.000_06 };
-        assert_eq!(
-            loss_test(&t, 3.28),
-            "one-sided t-test of mean < 3.28: p = 0.0001 (t = −8.80, df = 6)"
-        );
     }
 }

@@ -1,0 +1,4 @@
+//! How the CLI writes figures and tables, below everything that prints: losses, times, deltas
+//! and counts as people read them (`figures`), aligned or markdown tables (`table`).
+pub mod figures;
+pub mod table;
