@@ -230,7 +230,15 @@ impl Manifest {
         Ok(m)
     }
 
+    /// Every rule a manifest must keep beyond its types: where it sits, its numbers, its rows.
     fn validate(&self) -> Result<()> {
+        self.validate_place()?;
+        self.validate_figures()?;
+        self.validate_rows()
+    }
+
+    /// Its file name, track membership and parent agree with its number.
+    fn validate_place(&self) -> Result<()> {
         let p = self.path.display();
         let r = &self.record;
         let id = r.id();
@@ -286,6 +294,15 @@ impl Manifest {
                 r.parent.map_or("none".into(), |x| x.to_string()),
             );
         }
+        Ok(())
+    }
+
+    /// Its facts, evidence and lab budget are numbers the lab can use.
+    fn validate_figures(&self) -> Result<()> {
+        let p = self.path.display();
+        let r = &self.record;
+        let id = r.id();
+        let def = id.track.def();
         if id.is_main() && !r.differs_from_head.is_empty() {
             bail!(
                 "{p}: record.differs_from_head is for the tracks that branch from the main one; \
@@ -321,6 +338,14 @@ impl Manifest {
                 );
             }
         }
+        Ok(())
+    }
+
+    /// Its `[[upstream]]` rows (oldest first, main track only, none newer than itself) and notes.
+    fn validate_rows(&self) -> Result<()> {
+        let p = self.path.display();
+        let r = &self.record;
+        let id = r.id();
         if let Some(w) = self.upstream.windows(2).find(|w| w[1].number <= w[0].number) {
             bail!(
                 "{p}: [[upstream]] #{} comes after #{}; list them oldest first",

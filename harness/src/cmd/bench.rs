@@ -46,12 +46,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    anyhow::ensure!(args.rounds >= 1, "--rounds must be at least 1");
-    anyhow::ensure!(args.steps >= 1, "--steps must be at least 1");
-    anyhow::ensure!(
-        args.warmup >= 1,
-        "--warmup must be at least 1 (the first step has no earlier time to differ from)"
-    );
+    check_flags(&args)?;
     let root = paths::repo_root()?;
     let catalog = Catalog::load(&root)?;
     let chosen: Vec<&Manifest> = if args.records.is_empty() {
@@ -67,14 +62,7 @@ pub fn run(args: Args) -> Result<()> {
     for m in &chosen {
         records::data::corpora::check_shards_for(m, lab, &data)?;
     }
-    let mut trainers = Vec::new();
-    for m in &chosen {
-        let n = m.id();
-        args.at
-            .window(m.budget(lab), args.warmup, args.steps)
-            .with_context(|| format!("record {n}"))?;
-        trainers.push((*m, Trainer::build(&root, n, false, args.cuda)?));
-    }
+    let trainers = build_trainers(&args, &root, &chosen, lab)?;
 
     let results = args.places.results(&root);
     let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs();
@@ -83,53 +71,13 @@ pub fn run(args: Args) -> Result<()> {
     let pending = PendingResults::in_dir(&results.join("bench"), &id)?;
 
     let timing = TimingLock::acquire(args.places.no_lock)?;
-    let mut samples: Vec<Samples> = trainers
-        .iter()
-        .map(|(m, t)| {
-            let budget = m.budget(lab);
-            Samples {
-                record: m.id(),
-                title: m.record.title.clone(),
-                parent: m.record.parent,
-                tree: t.tree_id.clone(),
-                rounds: Vec::new(),
-                tokens: 0,
-                window: args.at.window(budget, args.warmup, args.steps).expect("checked above"),
-                budget,
-                parameters: None,
-                peak_mem_allocated_mib: None,
-            }
-        })
-        .collect();
+    let mut samples: Vec<Samples> =
+        (trainers.iter()).map(|(m, t)| empty_samples(&args, m, t, lab)).collect();
     let mut device = String::new();
     for round in 1..=args.rounds {
         for ((m, t), s) in trainers.iter().zip(&mut samples) {
-            let n = m.id();
-            let out = pending.dir().join(format!("round-{round}-{}", n.slug()));
-            // The record's own budget and schedule, stopped after the window.
-            let cmd = t.cmd(m, scale, &data, &out, args.cuda).stop_after(s.window.stop);
-            let cmd = cmd.header(format!("bench=round {round}/{}", args.rounds));
-            launch(&t.bin, cmd.args(), 1, &LaunchOpts::default(), |line| {
-                if line.stream == Stream::Stderr {
-                    tracing::info!("[{n}] {}", line.text);
-                }
-            })
-            .map_err(|e| anyhow::anyhow!("record {n}, round {round}: {e}"))?;
-            let log = runlog::parse_file(&out.join("train.log"))?;
-            let context = || format!("record {n}, round {round}: {}", out.display());
-            let times = bench::step_times(&log, s.window.skip).with_context(context)?;
-            s.tokens += bench::window_tokens(&out.join("metrics.jsonl"), s.window.skip)
-                .with_context(context)?;
-            tracing::info!(
-                "records: round {round}/{}: {n} {:.1} ms/step (median of {})",
-                args.rounds,
-                records::verdict::stats::median(&times).unwrap_or(f64::NAN),
-                times.len()
-            );
-            s.rounds.push(times);
-            s.parameters = bench::header_number(&log, "parameters");
-            s.peak_mem_allocated_mib = s.peak_mem_allocated_mib.max(log.peak_mem_allocated_mib);
-            device = log.header_value("device").unwrap_or_default().to_string();
+            let out = pending.dir().join(format!("round-{round}-{}", m.id().slug()));
+            device = sample_round(&args, (m, t), s, round, scale, &data, &out)?;
         }
     }
     let not_comparable = timing.not_comparable()?;
@@ -154,4 +102,88 @@ pub fn run(args: Args) -> Result<()> {
     let dest = pending.commit()?;
     println!("results: {}", dest.join("bench.json").display());
     Ok(())
+}
+
+/// The flags that leave nothing to time, refused first.
+fn check_flags(args: &Args) -> Result<()> {
+    anyhow::ensure!(args.rounds >= 1, "--rounds must be at least 1");
+    anyhow::ensure!(args.steps >= 1, "--steps must be at least 1");
+    anyhow::ensure!(
+        args.warmup >= 1,
+        "--warmup must be at least 1 (the first step has no earlier time to differ from)"
+    );
+    Ok(())
+}
+
+/// Each chosen record's trainer, after checking that its budget holds the timed window.
+fn build_trainers<'m>(
+    args: &Args,
+    root: &std::path::Path,
+    chosen: &[&'m Manifest],
+    lab: bool,
+) -> Result<Vec<(&'m Manifest, Trainer)>> {
+    let mut trainers = Vec::new();
+    for m in chosen {
+        let n = m.id();
+        args.at
+            .window(m.budget(lab), args.warmup, args.steps)
+            .with_context(|| format!("record {n}"))?;
+        trainers.push((*m, Trainer::build(root, n, false, args.cuda)?));
+    }
+    Ok(trainers)
+}
+
+/// A record's samples before the first round: its window in its own budget.
+fn empty_samples(args: &Args, m: &Manifest, t: &Trainer, lab: bool) -> Samples {
+    let budget = m.budget(lab);
+    Samples {
+        record: m.id(),
+        title: m.record.title.clone(),
+        parent: m.record.parent,
+        tree: t.tree_id.clone(),
+        rounds: Vec::new(),
+        tokens: 0,
+        window: args.at.window(budget, args.warmup, args.steps).expect("checked when built"),
+        budget,
+        parameters: None,
+        peak_mem_allocated_mib: None,
+    }
+}
+
+/// One round of one record into `out`: its own budget and schedule, stopped after the window;
+/// its step times, tokens, parameters and peak memory added to `s`. Returns the device it ran
+/// on, as its log's header names it.
+fn sample_round(
+    args: &Args,
+    (m, t): (&Manifest, &Trainer),
+    s: &mut Samples,
+    round: u32,
+    scale: &str,
+    data: &std::path::Path,
+    out: &std::path::Path,
+) -> Result<String> {
+    let n = m.id();
+    let cmd = t.cmd(m, scale, data, out, args.cuda).stop_after(s.window.stop);
+    let cmd = cmd.header(format!("bench=round {round}/{}", args.rounds));
+    launch(&t.bin, cmd.args(), 1, &LaunchOpts::default(), |line| {
+        if line.stream == Stream::Stderr {
+            tracing::info!("[{n}] {}", line.text);
+        }
+    })
+    .map_err(|e| anyhow::anyhow!("record {n}, round {round}: {e}"))?;
+    let log = runlog::parse_file(&out.join("train.log"))?;
+    let context = || format!("record {n}, round {round}: {}", out.display());
+    let times = bench::step_times(&log, s.window.skip).with_context(context)?;
+    s.tokens +=
+        bench::window_tokens(&out.join("metrics.jsonl"), s.window.skip).with_context(context)?;
+    tracing::info!(
+        "records: round {round}/{}: {n} {:.1} ms/step (median of {})",
+        args.rounds,
+        records::verdict::stats::median(&times).unwrap_or(f64::NAN),
+        times.len()
+    );
+    s.rounds.push(times);
+    s.parameters = bench::header_number(&log, "parameters");
+    s.peak_mem_allocated_mib = s.peak_mem_allocated_mib.max(log.peak_mem_allocated_mib);
+    Ok(log.header_value("device").unwrap_or_default().to_string())
 }

@@ -1,7 +1,7 @@
 //! `records replay N`: build record N's trainer, run its ranks, print the verdict.
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use records::catalog::{Manifest, RecordId, TARGET_VAL_LOSS};
+use records::catalog::{Catalog, Manifest, RecordId, TARGET_VAL_LOSS};
 use records::data::corpora;
 use records::logging::step;
 use records::present::plot::{self, Chart, XAxis};
@@ -118,52 +118,22 @@ pub enum ScaleArg {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    anyhow::ensure!(
-        args.node_rank < args.nnodes,
-        "--node-rank {} must be below --nnodes {}",
-        args.node_rank,
-        args.nnodes
-    );
+    check_args(&args)?;
     let root = paths::repo_root()?;
     let catalog = super::load_catalog(&root, Some(args.record))?;
     let m = catalog.replayable(&root, args.record)?;
-    let m = m.as_ref();
     let cuda = args.gpus.is_some();
     let lab =
         args.scale.unwrap_or(if cuda { ScaleArg::Full } else { ScaleArg::Lab }) == ScaleArg::Lab;
-    let results = args.places.results(&root);
-    let cpu = lab_target::this_cpu();
-    let mut lab_target = match lab {
-        true => Some(Target::of(&catalog, &results, args.record, &cpu)?),
-        false => None,
-    };
-    if args.nnodes > 1 && args.master_addr.is_none() {
-        anyhow::bail!("--master-addr is needed with --nnodes {}: rank 0's host", args.nnodes);
-    }
     if cuda {
         records::run::replay::check_cuda_setup(&root)?;
     }
     let data = args.places.data(&root, lab)?;
-    corpora::check_shards_for(m, lab, &data)?;
-    // A whole-budget lab run is judged against a target measured on this CPU: the reference
-    // record's replay measures it once (this run, if it is that replay; else one first, after
-    // this run's own checks above, so a run that cannot start measures nothing).
-    let whole = lab && args.steps.is_none() && args.nnodes == 1;
-    let measuring = whole && lab_target.as_ref().is_some_and(|t| t.measured.is_none());
-    let self_measures = measuring
-        && lab_target.as_ref().is_some_and(|t| t.record == args.record)
-        && args.seed.is_none()
-        && !args.head
-        && args.ranks == 1;
-    if measuring && !self_measures {
-        let t = lab_target.as_ref().expect("measuring a lab target");
-        tracing::info!(
-            "records: this CPU ({cpu}) has no lab target yet; replaying {} once to measure it",
-            t.record
-        );
-        run(Args::reference(&args, t.record))?;
-        lab_target = Some(Target::of(&catalog, &results, args.record, &cpu)?);
-    }
+    corpora::check_shards_for(&m, lab, &data)?;
+    let results = args.places.results(&root);
+    let cpu = lab_target::this_cpu();
+    let replay = Replay { args: &args, catalog: &catalog, m: &m, cuda, lab, results, cpu, data };
+    let (lab_target, self_measures) = replay.lab_target()?;
     let (scale, target) = match &lab_target {
         Some(t) => ("lab", t.val_loss),
         None => ("full", TARGET_VAL_LOSS),
@@ -183,99 +153,207 @@ pub fn run(args: Args) -> Result<()> {
         Some(p) => Some((p.as_ref(), Trainer::build(&root, p.id(), false, cuda)?)),
         None => None,
     };
-    let this = (m, Trainer::build(&root, args.record, args.head, cuda)?);
-
-    let nproc = args.gpus.unwrap_or(args.ranks);
-    let opts = LaunchOpts {
-        nnodes: args.nnodes,
-        node_rank: args.node_rank,
-        master_addr: args.master_addr.clone(),
-        master_port: args.master_port,
-        ..LaunchOpts::default()
-    };
+    let this = (m.as_ref(), Trainer::build(&root, args.record, args.head, cuda)?);
     let label = if args.head { format!("{scale}-head") } else { scale.to_string() };
-    let pending = PendingResults::new(&results, args.record, &label)?;
-    let timing = TimingLock::acquire(args.places.no_lock)?;
-    let (mut logs, mut baseline_logs) = (Vec::new(), Vec::new());
-    for i in 0..args.runs {
-        let seed =
-            args.seed.map(|s| s + u64::from(i)).or((i > 0).then(|| seed_of(m) + u64::from(i)));
-        let run = |(m, t): &(&Manifest, Trainer), name: String| -> Result<Option<runlog::RunLog>> {
-            let number = m.id();
-            tracing::info!(
-                "records: {number} run {}/{} at {scale} scale, {} rank(s) per node ({steps} steps, data {})",
-                i + 1,
-                args.runs,
-                nproc,
-                data.display()
-            );
-            let out = pending.dir().join(name);
-            let mut cmd = t.cmd(m, scale, &data, &out, cuda).steps(steps);
-            cmd = cmd.header(format!("run={}/{}", i + 1, args.runs));
-            if let Some(seed) = seed {
-                cmd = cmd.seed(seed);
-            }
-            step("launch", number, || watch(&t.bin, cmd.args(), nproc, &opts, steps))?;
-            // Rank 0's node writes the log; the others only train.
-            step("parse", number, || {
-                (args.node_rank == 0)
-                    .then(|| runlog::parse_file(&out.join("train.log")))
-                    .transpose()
-            })
-        };
-        // Interleaved, so drift of the machine hits both sides alike.
-        if let Some(p) = &parent {
-            baseline_logs.extend(run(p, format!("baseline-{}", i + 1))?);
-        }
-        logs.extend(run(&this, format!("run-{}", i + 1))?);
-    }
-    let not_comparable = timing.not_comparable()?;
-    drop(timing);
+    let pending = PendingResults::new(&replay.results, args.record, &label)?;
+    let runs = replay.launch_all(&pending, scale, steps, parent.as_ref(), &this)?;
     if args.node_rank != 0 {
         return Ok(()); // rank 0's node judges and keeps the results
     }
+    let lab_target = match self_measures {
+        true => Some(replay.measured_target(&runs.logs, &pending)?),
+        false => lab_target,
+    };
+    let target = lab_target.as_ref().map_or(target, |t| t.val_loss);
+    let verdict = replay.verdict(&runs, lab_target.as_ref(), self_measures, target, steps)?;
+    println!("\n{} {} ({scale} scale; target {target})", m.id(), m.record.title);
+    print!("{}", verdict.render(args.format.into()));
+    plot_runs(m.id(), &runs.logs, lab, target, !args.no_plot);
+    let json = serde_json::to_string_pretty(&verdict)?;
+    corpus::fs::write_atomic(&pending.dir().join("verdict.json"), json.as_bytes())?;
+    let dest = pending.commit()?;
+    if let Some(m) = lab_target.and_then(|t| t.measured).filter(|_| self_measures) {
+        lab_target::keep(&replay.results, m)?;
+    }
+    println!("results: {}", dest.display());
+    Ok(())
+}
 
-    if self_measures {
+/// The flags that contradict each other, refused before anything is built.
+fn check_args(args: &Args) -> Result<()> {
+    anyhow::ensure!(
+        args.node_rank < args.nnodes,
+        "--node-rank {} must be below --nnodes {}",
+        args.node_rank,
+        args.nnodes
+    );
+    if args.nnodes > 1 && args.master_addr.is_none() {
+        anyhow::bail!("--master-addr is needed with --nnodes {}: rank 0's host", args.nnodes);
+    }
+    Ok(())
+}
+
+/// One replay's setting: what every phase reads.
+struct Replay<'a> {
+    args: &'a Args,
+    catalog: &'a Catalog,
+    m: &'a Manifest,
+    cuda: bool,
+    lab: bool,
+    results: std::path::PathBuf,
+    cpu: String,
+    data: std::path::PathBuf,
+}
+
+/// A trainer and the manifest it runs.
+type Side<'a> = (&'a Manifest, Trainer);
+
+/// What the runs logged: this record's, its re-timed parent's, and whether the timing lock
+/// saw other work.
+struct Runs {
+    logs: Vec<runlog::RunLog>,
+    baseline_logs: Vec<runlog::RunLog>,
+    not_comparable: Option<String>,
+}
+
+impl Replay<'_> {
+    /// The lab target this run is judged by (none at full scale), and whether this run is the
+    /// reference replay that measures it. A whole-budget lab run is judged against a target
+    /// measured on this CPU: the reference record's replay measures it once (this run, if it is
+    /// that replay; else one first, after this run's own checks, so a run that cannot start
+    /// measures nothing).
+    fn lab_target(&self) -> Result<(Option<Target>, bool)> {
+        let (args, cpu) = (self.args, &self.cpu);
+        if !self.lab {
+            return Ok((None, false));
+        }
+        let target = Target::of(self.catalog, &self.results, args.record, cpu)?;
+        let whole = args.steps.is_none() && args.nnodes == 1;
+        let measuring = whole && target.measured.is_none();
+        let self_measures = measuring
+            && target.record == args.record
+            && args.seed.is_none()
+            && !args.head
+            && args.ranks == 1;
+        if !measuring || self_measures {
+            return Ok((Some(target), self_measures));
+        }
+        tracing::info!(
+            "records: this CPU ({cpu}) has no lab target yet; replaying {} once to measure it",
+            target.record
+        );
+        run(Args::reference(args, target.record))?;
+        Ok((Some(Target::of(self.catalog, &self.results, args.record, cpu)?), false))
+    }
+
+    /// Every run, each interleaved with the parent's when it is re-timed (so drift of the
+    /// machine hits both sides alike), under the timing lock.
+    fn launch_all(
+        &self,
+        pending: &PendingResults,
+        scale: &str,
+        steps: u64,
+        parent: Option<&Side>,
+        this: &Side,
+    ) -> Result<Runs> {
+        let timing = TimingLock::acquire(self.args.places.no_lock)?;
+        let (mut logs, mut baseline_logs) = (Vec::new(), Vec::new());
+        for i in 0..self.args.runs {
+            if let Some(p) = parent {
+                baseline_logs.extend(self.one(pending, scale, steps, i, p, "baseline")?);
+            }
+            logs.extend(self.one(pending, scale, steps, i, this, "run")?);
+        }
+        let not_comparable = timing.not_comparable()?;
+        Ok(Runs { logs, baseline_logs, not_comparable })
+    }
+
+    /// Run `i` of `side` into `<pending>/<name>-<i+1>`: its ranks launched and watched, rank 0's
+    /// node parsing the log (the others only train).
+    fn one(
+        &self,
+        pending: &PendingResults,
+        scale: &str,
+        steps: u64,
+        i: u32,
+        (m, t): &Side,
+        name: &str,
+    ) -> Result<Option<runlog::RunLog>> {
+        let args = self.args;
+        let seed =
+            args.seed.map(|s| s + u64::from(i)).or((i > 0).then(|| seed_of(m) + u64::from(i)));
+        let (number, nproc) = (m.id(), args.gpus.unwrap_or(args.ranks));
+        tracing::info!(
+            "records: {number} run {}/{} at {scale} scale, {} rank(s) per node ({steps} steps, data {})",
+            i + 1,
+            args.runs,
+            nproc,
+            self.data.display()
+        );
+        let out = pending.dir().join(format!("{name}-{}", i + 1));
+        let mut cmd = t.cmd(m, scale, &self.data, &out, self.cuda).steps(steps);
+        cmd = cmd.header(format!("run={}/{}", i + 1, args.runs));
+        if let Some(seed) = seed {
+            cmd = cmd.seed(seed);
+        }
+        let opts = LaunchOpts {
+            nnodes: args.nnodes,
+            node_rank: args.node_rank,
+            master_addr: args.master_addr.clone(),
+            master_port: args.master_port,
+            ..LaunchOpts::default()
+        };
+        step("launch", number, || watch(&t.bin, cmd.args(), nproc, &opts, steps))?;
+        step("parse", number, || {
+            (args.node_rank == 0).then(|| runlog::parse_file(&out.join("train.log"))).transpose()
+        })
+    }
+
+    /// The target this reference replay measured: its final val loss on this CPU.
+    fn measured_target(&self, logs: &[runlog::RunLog], pending: &PendingResults) -> Result<Target> {
         let last = logs.first().and_then(|l| l.final_val());
+        let record = self.args.record;
         let m = Measured {
-            cpu: cpu.clone(),
-            record: args.record,
-            tree: lab_target::reference_tree(&catalog, args.record)?,
+            cpu: self.cpu.clone(),
+            record,
+            tree: lab_target::reference_tree(self.catalog, record)?,
             val_loss: last
                 .map(|v| v.val_loss)
                 .context("the run that measures this CPU's lab target logged no final val loss")?,
             run: pending.id().to_string(),
         };
-        lab_target = Some(Target::measured_by(args.record, m));
+        Ok(Target::measured_by(record, m))
     }
-    let target = lab_target.as_ref().map_or(target, |t| t.val_loss);
-    let mut verdict = Verdict::new(&logs, target, m.record.official_time_s, steps)?;
-    if !m.id().is_main() {
-        let hardware = m.record.track.def().hardware.replacen('x', "×", 1);
-        verdict = verdict.official_on(Some(hardware));
+
+    /// The verdict on the runs: against `target`, with the official time, this CPU's lab
+    /// target, the re-timed parent, and whether the times can be compared.
+    fn verdict(
+        &self,
+        runs: &Runs,
+        lab_target: Option<&Target>,
+        self_measures: bool,
+        target: f64,
+        steps: u64,
+    ) -> Result<Verdict> {
+        let m = self.m;
+        let mut verdict = Verdict::new(&runs.logs, target, m.record.official_time_s, steps)?;
+        if !m.id().is_main() {
+            let hardware = m.record.track.def().hardware.replacen('x', "×", 1);
+            verdict = verdict.official_on(Some(hardware));
+        }
+        if let Some(t) = lab_target {
+            verdict = verdict.at_lab_scale().target_from(Some(t.describe())).on_cpu(&self.cpu);
+        }
+        if self_measures {
+            let (r, next) =
+                (self.args.record, lab_target::next_after(self.catalog, self.args.record));
+            verdict = verdict.setting_the_target(&r.to_string(), &next);
+        }
+        if self.args.baseline {
+            verdict = verdict.with_baseline(&runs.baseline_logs);
+        }
+        Ok(verdict.time_not_comparable(runs.not_comparable.clone()))
     }
-    if let Some(t) = &lab_target {
-        verdict = verdict.at_lab_scale().target_from(Some(t.describe())).on_cpu(&cpu);
-    }
-    if self_measures {
-        let r = args.record;
-        verdict = verdict.setting_the_target(&r.to_string(), &lab_target::next_after(&catalog, r));
-    }
-    if parent.is_some() {
-        verdict = verdict.with_baseline(&baseline_logs);
-    }
-    verdict = verdict.time_not_comparable(not_comparable);
-    println!("\n{} {} ({scale} scale; target {target})", m.id(), m.record.title);
-    print!("{}", verdict.render(args.format.into()));
-    plot_runs(m.id(), &logs, lab, target, !args.no_plot);
-    let json = serde_json::to_string_pretty(&verdict)?;
-    corpus::fs::write_atomic(&pending.dir().join("verdict.json"), json.as_bytes())?;
-    let dest = pending.commit()?;
-    if let Some(m) = lab_target.and_then(|t| t.measured).filter(|_| self_measures) {
-        lab_target::keep(&results, m)?;
-    }
-    println!("results: {}", dest.display());
-    Ok(())
 }
 
 /// The runs' val curves in the terminal, against the target they were judged by.

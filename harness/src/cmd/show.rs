@@ -59,10 +59,35 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     let m = catalog.get(args.record)?;
-    let r = &m.record;
     // What needs a trainer built comes first, so its build messages never land mid-output.
     let params = args.params.then(|| lab_recipe::params(&root, m)).transpose()?;
     let lab = args.lab.then(|| lab_recipe::resolved(&root, m, "lab")).transpose()?;
+    print_facts(m);
+    let e = &m.evidence;
+    print_logs(
+        ("official final val losses", "official train times:     "),
+        &e.val_losses,
+        &e.train_times_s,
+    );
+    if let Some(text) = params {
+        println!("\n# Each parameter of {} at full scale, as a GPU run holds it", m.id());
+        print_params(&text);
+    }
+    if let Some(recipe) = lab {
+        println!("\n# The recipe {} runs at lab scale, as its trainer resolves it", m.id());
+        println!("{}", recipe.trim_end());
+    } else {
+        println!("\n{}", manifest_text::table_as_written(&m.path, "recipe")?);
+        println!("\n{}", manifest_text::table_as_written(&m.path, "lab")?);
+    }
+    let chart = Chart::official(m, XAxis::Step);
+    plot::term::print(chart.as_slice(), !args.no_plot);
+    Ok(())
+}
+
+/// A record's facts (upstream's), its claim and the upstream records in its step.
+fn print_facts(m: &records::catalog::Manifest) {
+    let r = &m.record;
     println!("Record {}: {}", m.id(), r.title);
     let pr = r.pr.map_or("none".to_string(), |p| format!("#{p}"));
     match r.track {
@@ -90,26 +115,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             println!("        {}", u.title);
         }
     }
-    let e = &m.evidence;
-    print_logs(
-        ("official final val losses", "official train times:     "),
-        &e.val_losses,
-        &e.train_times_s,
-    );
-    if let Some(text) = params {
-        println!("\n# Each parameter of {} at full scale, as a GPU run holds it", m.id());
-        print_params(&text);
-    }
-    if let Some(recipe) = lab {
-        println!("\n# The recipe {} runs at lab scale, as its trainer resolves it", m.id());
-        println!("{}", recipe.trim_end());
-    } else {
-        println!("\n{}", manifest_text::table_as_written(&m.path, "recipe")?);
-        println!("\n{}", manifest_text::table_as_written(&m.path, "lab")?);
-    }
-    let chart = Chart::official(m, XAxis::Step);
-    plot::term::print(chart.as_slice(), !args.no_plot);
-    Ok(())
 }
 
 /// An upstream record inside one of the nine records' steps: its facts and logs (upstream's),

@@ -2,7 +2,7 @@
 //! steps too, replayed at lab scale at B's budget with the same seeds, interleaved seed by seed;
 //! a table and charts of what each one bought.
 use anyhow::{Context, Result};
-use records::catalog::{Manifest, RecordId};
+use records::catalog::{Catalog, Manifest, RecordId};
 use records::data::corpora;
 use records::present::plot::{self, svg};
 use records::present::walk as show;
@@ -12,6 +12,7 @@ use records::run::timing_lock::TimingLock;
 use records::run::trainer_cmd::Trainer;
 use records::run::walk::{self, Stop, Walk};
 use records::{paths, series};
+use std::borrow::Cow;
 use std::collections::btree_map::{BTreeMap, Entry};
 use std::path::{Path, PathBuf};
 
@@ -56,41 +57,8 @@ pub fn run(args: Args) -> Result<()> {
     let results = args.places.results(&root);
     let cpu = lab_target::this_cpu();
 
-    // Each stop's tree id (materializing is cheap; a build waits until a run needs it).
-    let mut stops = Vec::new();
-    for (i, m) in manifests.iter().enumerate() {
-        let n = m.id();
-        let dir = series::materialize(&root, n)?;
-        let tree = std::fs::read_to_string(dir.join(series::tree::MARKER))?.trim().to_string();
-        let (changed, same_math) = walk::changed(&catalog, n, i == 0);
-        let same_at_lab = match i {
-            0 => false,
-            _ => walk::same_at_lab(&manifests[i - 1], m, steps)?,
-        };
-        stops.push(Stop {
-            number: n,
-            title: m.record.title.clone(),
-            changed,
-            same_math,
-            same_at_lab,
-            official_s: m.record.official_time_s,
-            tree,
-            runs: Vec::new(),
-        });
-    }
-    // Each run's folder, seed by seed (its key is what decides its losses), and its run if kept.
-    let plan: Vec<Vec<(PathBuf, Option<walk::Run>)>> = (seeds.iter())
-        .map(|&seed| {
-            (stops.iter().zip(&manifests))
-                .map(|(s, m)| {
-                    let key = walk::run_key(m, &s.tree, steps, seed)?;
-                    let dir = walk::run_dir(&results, s.number, &key);
-                    let kept = walk::kept_run(&dir)?;
-                    Ok((dir, kept))
-                })
-                .collect::<Result<_>>()
-        })
-        .collect::<Result<_>>()?;
+    let mut stops = stops_of(&root, &catalog, &manifests, steps)?;
+    let plan = plan_runs(&results, &stops, &manifests, &seeds, steps)?;
     let missing = plan.iter().flatten().filter(|(_, kept)| kept.is_none()).count();
     println!(
         "walk {} -> {}: {} records x {} seed(s) at {steps} lab steps; {missing} run(s) to do, {} kept",
@@ -138,17 +106,78 @@ pub fn run(args: Args) -> Result<()> {
         }
     }
     let walk = Walk { from: args.from, to: args.to, steps, seeds, cpu, stops };
-    let target = Target::of(&catalog, &results, args.to, &walk.cpu).ok().map(|t| t.val_loss);
+    show_and_keep(&args, &catalog, &results, &walk)
+}
+
+/// Each stop with its tree id (materializing is cheap; a build waits until a run needs it),
+/// what it changed, and whether its lab reading equals the stop before it.
+fn stops_of(
+    root: &Path,
+    catalog: &Catalog,
+    manifests: &[Cow<Manifest>],
+    steps: u64,
+) -> Result<Vec<Stop>> {
+    let mut stops = Vec::new();
+    for (i, m) in manifests.iter().enumerate() {
+        let n = m.id();
+        let dir = series::materialize(root, n)?;
+        let tree = std::fs::read_to_string(dir.join(series::tree::MARKER))?.trim().to_string();
+        let (changed, same_math) = walk::changed(catalog, n, i == 0);
+        let same_at_lab = match i {
+            0 => false,
+            _ => walk::same_at_lab(&manifests[i - 1], m, steps)?,
+        };
+        stops.push(Stop {
+            number: n,
+            title: m.record.title.clone(),
+            changed,
+            same_math,
+            same_at_lab,
+            official_s: m.record.official_time_s,
+            tree,
+            runs: Vec::new(),
+        });
+    }
+    Ok(stops)
+}
+
+/// Each run's folder, seed by seed (its key is what decides its losses), and its run if kept.
+type Plan = Vec<Vec<(PathBuf, Option<walk::Run>)>>;
+
+fn plan_runs(
+    results: &Path,
+    stops: &[Stop],
+    manifests: &[Cow<Manifest>],
+    seeds: &[u64],
+    steps: u64,
+) -> Result<Plan> {
+    (seeds.iter())
+        .map(|&seed| {
+            (stops.iter().zip(manifests))
+                .map(|(s, m)| {
+                    let key = walk::run_key(m, &s.tree, steps, seed)?;
+                    let dir = walk::run_dir(results, s.number, &key);
+                    let kept = walk::kept_run(&dir)?;
+                    Ok((dir, kept))
+                })
+                .collect::<Result<_>>()
+        })
+        .collect()
+}
+
+/// The walk's table and charts, printed, and kept with its SVGs under results/walk/.
+fn show_and_keep(args: &Args, catalog: &Catalog, results: &Path, walk: &Walk) -> Result<()> {
+    let target = Target::of(catalog, results, args.to, &walk.cpu).ok().map(|t| t.val_loss);
     println!();
-    print!("{}", show::render(&walk, args.format.into()));
-    let charts = show::charts(&walk, target);
+    print!("{}", show::render(walk, args.format.into()));
+    let charts = show::charts(walk, target);
     plot::term::print(&charts, !args.no_plot);
     let svgs: Vec<(&str, String)> = ["loss.svg", "time.svg"]
         .into_iter()
         .zip(&charts)
         .map(|(name, c)| Ok((name, svg::figure(c, (900, 420))?.svg)))
         .collect::<Result<_>>()?;
-    let dir = walk::write(&results, &walk, &svgs)?;
+    let dir = walk::write(results, walk, &svgs)?;
     println!("results: {} (walk.json, loss.svg, time.svg)", dir.display());
     Ok(())
 }

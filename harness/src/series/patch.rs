@@ -282,7 +282,6 @@ pub fn parse(text: &str) -> Result<Vec<FilePatch>, PatchError> {
 /// how many lines they took. Hunks are consumed by their line counts, so a removed line that
 /// reads like a signature (`-- `) cannot end a diff early.
 pub fn parse_files(lines: &[&str]) -> Result<(Vec<FilePatch>, usize), PatchError> {
-    let malformed = |i: usize, what: String| PatchError::Malformed { line: i + 1, what };
     let mut files = Vec::new();
     let mut i = 0;
     while let Some(rest) = lines.get(i).and_then(|l| l.strip_prefix("diff --git ")) {
@@ -293,82 +292,92 @@ pub fn parse_files(lines: &[&str]) -> Result<(Vec<FilePatch>, usize), PatchError
             new_path: Some(b),
             hunks: Vec::new(),
         };
-        i += 1;
-        while let Some(&l) = lines.get(i) {
-            if l.starts_with("Binary files ") || l.starts_with("GIT binary patch") {
-                return Err(PatchError::Unsupported {
-                    file: f.path().into(),
-                    what: "a binary diff".into(),
-                });
-            }
-            if l.starts_with("copy from ") {
-                return Err(PatchError::Unsupported {
-                    file: f.path().into(),
-                    what: "a copy".into(),
-                });
-            }
-            if !HEADER_PREFIXES.iter().any(|p| l.starts_with(p)) {
-                break;
-            }
-            if let Some(n) = l.strip_prefix("--- ") {
-                f.old_path = side_path(n);
-            } else if let Some(n) = l.strip_prefix("+++ ") {
-                f.new_path = side_path(n);
-            } else if l.starts_with("new file mode ") {
-                f.old_path = None;
-            } else if l.starts_with("deleted file mode ") {
-                f.new_path = None;
-            } else if let Some(n) = l.strip_prefix("rename from ") {
-                f.old_path = Some(n.trim_end().to_string());
-            } else if let Some(n) = l.strip_prefix("rename to ") {
-                f.new_path = Some(n.trim_end().to_string());
-            }
-            f.header.push(l.to_string());
-            i += 1;
-        }
-        while let Some(h) = lines.get(i).and_then(|l| l.strip_prefix("@@ -")) {
-            let (old, new, section) = parse_hunk_header(h).ok_or_else(|| {
-                malformed(i, format!("bad hunk header {:?}", lines[i].trim_end()))
-            })?;
-            let start = i;
-            i += 1;
-            let (mut old_left, mut new_left) = (old.len, new.len);
-            while old_left > 0 || new_left > 0 {
-                let Some(&l) = lines.get(i) else {
-                    return Err(malformed(start, format!("{} hunk ends early", f.path())));
-                };
-                let (o, n) = match l.as_bytes().first() {
-                    Some(b' ') | Some(b'\n') => (1, 1),
-                    Some(b'-') => (1, 0),
-                    Some(b'+') => (0, 1),
-                    Some(b'\\') => (0, 0),
-                    _ => {
-                        return Err(malformed(
-                            i,
-                            format!("unexpected line in a {} hunk: {:?}", f.path(), l.trim_end()),
-                        ))
-                    }
-                };
-                if o > old_left || n > new_left {
-                    return Err(malformed(
-                        i,
-                        format!("{} hunk is longer than its header says", f.path()),
-                    ));
-                }
-                old_left -= o;
-                new_left -= n;
-                i += 1;
-            }
-            // "\ No newline at end of file" after the last counted line still belongs here.
-            while lines.get(i).is_some_and(|l| l.starts_with('\\')) {
-                i += 1;
-            }
-            let body = lines[start + 1..i].iter().map(|l| l.to_string()).collect();
-            f.hunks.push(Hunk { old, new, section, lines: body });
+        i = parse_header(lines, i + 1, &mut f)?;
+        while lines.get(i).is_some_and(|l| l.starts_with("@@ -")) {
+            let (hunk, next) = parse_hunk(lines, i, f.path())?;
+            f.hunks.push(hunk);
+            i = next;
         }
         files.push(f);
     }
     Ok((files, i))
+}
+
+fn malformed(i: usize, what: String) -> PatchError {
+    PatchError::Malformed { line: i + 1, what }
+}
+
+/// The extended header lines of `f` from line `i` (modes, renames, `---`/`+++`); returns the
+/// index of the first line after them. Binary diffs and copies are refused.
+fn parse_header(lines: &[&str], mut i: usize, f: &mut FilePatch) -> Result<usize, PatchError> {
+    while let Some(&l) = lines.get(i) {
+        if l.starts_with("Binary files ") || l.starts_with("GIT binary patch") {
+            return Err(PatchError::Unsupported {
+                file: f.path().into(),
+                what: "a binary diff".into(),
+            });
+        }
+        if l.starts_with("copy from ") {
+            return Err(PatchError::Unsupported { file: f.path().into(), what: "a copy".into() });
+        }
+        if !HEADER_PREFIXES.iter().any(|p| l.starts_with(p)) {
+            break;
+        }
+        if let Some(n) = l.strip_prefix("--- ") {
+            f.old_path = side_path(n);
+        } else if let Some(n) = l.strip_prefix("+++ ") {
+            f.new_path = side_path(n);
+        } else if l.starts_with("new file mode ") {
+            f.old_path = None;
+        } else if l.starts_with("deleted file mode ") {
+            f.new_path = None;
+        } else if let Some(n) = l.strip_prefix("rename from ") {
+            f.old_path = Some(n.trim_end().to_string());
+        } else if let Some(n) = l.strip_prefix("rename to ") {
+            f.new_path = Some(n.trim_end().to_string());
+        }
+        f.header.push(l.to_string());
+        i += 1;
+    }
+    Ok(i)
+}
+
+/// The hunk of file `path` whose header is line `start`, consumed by its header's line counts;
+/// returns it and the index of the line after it.
+fn parse_hunk(lines: &[&str], start: usize, path: &str) -> Result<(Hunk, usize), PatchError> {
+    let h = &lines[start]["@@ -".len()..];
+    let (old, new, section) = parse_hunk_header(h).ok_or_else(|| {
+        malformed(start, format!("bad hunk header {:?}", lines[start].trim_end()))
+    })?;
+    let mut i = start + 1;
+    let (mut old_left, mut new_left) = (old.len, new.len);
+    while old_left > 0 || new_left > 0 {
+        let Some(&l) = lines.get(i) else {
+            return Err(malformed(start, format!("{path} hunk ends early")));
+        };
+        let (o, n) = match l.as_bytes().first() {
+            Some(b' ') | Some(b'\n') => (1, 1),
+            Some(b'-') => (1, 0),
+            Some(b'+') => (0, 1),
+            Some(b'\\') => (0, 0),
+            _ => {
+                let what = format!("unexpected line in a {path} hunk: {:?}", l.trim_end());
+                return Err(malformed(i, what));
+            }
+        };
+        if o > old_left || n > new_left {
+            return Err(malformed(i, format!("{path} hunk is longer than its header says")));
+        }
+        old_left -= o;
+        new_left -= n;
+        i += 1;
+    }
+    // "\ No newline at end of file" after the last counted line still belongs here.
+    while lines.get(i).is_some_and(|l| l.starts_with('\\')) {
+        i += 1;
+    }
+    let body = lines[start + 1..i].iter().map(|l| l.to_string()).collect();
+    Ok((Hunk { old, new, section, lines: body }, i))
 }
 
 /// `1,3 +1,4 @@ fn x\n` (after `@@ -`) into its ranges and section.

@@ -57,30 +57,7 @@ pub fn figure(chart: &Chart, size: (u32, u32)) -> Result<Figure> {
             .axis_desc_style(("sans-serif", 15))
             .draw()
             .map_err(err)?;
-        for t in &chart.targets {
-            c.draw_series(DashedLineSeries::new(
-                [(xr.start, t.loss), (xr.end, t.loss)],
-                6,
-                4,
-                TARGET.stroke_width(1),
-            ))
-            .map_err(err)?
-            .label(&t.label)
-            .legend(|(x, y)| PathElement::new([(x, y), (x + 18, y)], TARGET));
-        }
-        for (i, curve) in chart.curves.iter().enumerate() {
-            let colour = PALETTE[i % PALETTE.len()];
-            c.draw_series(LineSeries::new(curve.points.iter().copied(), colour.stroke_width(2)))
-                .map_err(err)?
-                .label(legend_label(curve))
-                .legend(move |(x, y)| {
-                    PathElement::new([(x, y), (x + 18, y)], colour.stroke_width(2))
-                });
-            if curve.markers {
-                c.draw_series(curve.points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
-                    .map_err(err)?;
-            }
-        }
+        draw_lines(&mut c, chart, &xr)?;
         c.configure_series_labels()
             .position(SeriesLabelPosition::UpperRight)
             .background_style(WHITE.mix(0.85))
@@ -113,6 +90,40 @@ pub fn figure(chart: &Chart, size: (u32, u32)) -> Result<Figure> {
         x_label: chart.x_label(),
         note: chart.x_note.clone(),
     })
+}
+
+/// The chart's context as `figure` draws on it: plotters' SVG backend, f64 axes.
+type Context<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// The target lines (dashed) and the curves (with their markers), each with its legend entry.
+fn draw_lines(c: &mut Context, chart: &Chart, xr: &std::ops::Range<f64>) -> Result<()> {
+    for t in &chart.targets {
+        c.draw_series(DashedLineSeries::new(
+            [(xr.start, t.loss), (xr.end, t.loss)],
+            6,
+            4,
+            TARGET.stroke_width(1),
+        ))
+        .map_err(err)?
+        .label(&t.label)
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 18, y)], TARGET));
+    }
+    for (i, curve) in chart.curves.iter().enumerate() {
+        let colour = PALETTE[i % PALETTE.len()];
+        c.draw_series(LineSeries::new(curve.points.iter().copied(), colour.stroke_width(2)))
+            .map_err(err)?
+            .label(legend_label(curve))
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], colour.stroke_width(2)));
+        if curve.markers {
+            c.draw_series(curve.points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+                .map_err(err)?;
+        }
+    }
+    Ok(())
 }
 
 /// A small curve without axes for a table cell: the first curve and the first target line.

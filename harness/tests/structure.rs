@@ -1,6 +1,6 @@
-//! The harness's library modules stand on floors and import only the floors below their own
-//! (ARCHITECTURE.md, "Invariants"): no cycles, no edge up. Read from the source: every
-//! `crate::<module>` path (and `crate::{a, b}` group) in a module's files.
+//! The harness's shape, read from its source: its library modules stand on floors and import
+//! only the floors below their own (ARCHITECTURE.md, "Invariants"; every `crate::<module>` path
+//! and `crate::{a, b}` group in a module's files), and no function is over 80 lines.
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -93,4 +93,57 @@ fn every_module_imports_only_the_floors_below_its_own() {
 fn the_reader_finds_single_and_grouped_paths() {
     let text = "use crate::run::x;\nuse crate::{catalog::Id, series};\nlet y = crate::text::figures::loss(1.0);";
     assert_eq!(named(text), ["run", "catalog", "series", "text"]);
+}
+
+/// The longest a function may be, from its `fn` line to its closing brace.
+const MAX_FN_LINES: usize = 80;
+
+/// Each function of `text` longer than [`MAX_FN_LINES`]: its name and length. A function ends
+/// at the first line that is its indent and `}`, as rustfmt writes it.
+fn long_functions(text: &str) -> Vec<(String, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let body = line.trim_start();
+        let indent = &line[..line.len() - body.len()];
+        let after_vis = body.strip_prefix("pub ").or_else(|| {
+            let rest = body.strip_prefix("pub(")?;
+            Some(rest.split_once(") ")?.1)
+        });
+        let Some(sig) = after_vis.unwrap_or(body).strip_prefix("fn ") else { continue };
+        if line.trim_end().ends_with(';') {
+            continue; // a declaration without a body
+        }
+        let end = lines[i..].iter().position(|l| l.strip_prefix(indent) == Some("}"));
+        let name: String = sig.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        if let Some(len) = end.map(|e| e + 1).filter(|&len| len > MAX_FN_LINES) {
+            out.push((name, len));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_function_of_the_harness_is_over_80_lines() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut long = Vec::new();
+    for file in sources(&src) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let rel = file.strip_prefix(&src).unwrap().display().to_string();
+        long.extend(
+            long_functions(&text).into_iter().map(|(f, n)| format!("{rel}: {f} {n} lines")),
+        );
+    }
+    assert!(long.is_empty(), "split these into named steps: {long:#?}");
+}
+
+#[test]
+fn a_function_is_measured_from_fn_to_its_brace() {
+    let body = |n: usize| "    let x = 1;\n".repeat(n);
+    let text = format!(
+        "pub(crate) fn long() {{\n{}}}\n\nfn short() {{\n{}}}\n    fn inner(x: u8);\n",
+        body(80),
+        body(78)
+    );
+    assert_eq!(long_functions(&text), [("long".to_string(), 82)]);
 }
