@@ -509,6 +509,14 @@ impl Recipe {
     /// The combinations the model supports: each key on has the keys it needs (the registry),
     /// and its values fit the model. Checked once, when the recipe is read.
     fn validate_techniques(&self) -> Result<()> {
+        self.validate_registry()?;
+        self.validate_layers()?;
+        self.validate_attention()?;
+        self.validate_schedules()
+    }
+
+    /// Each key on has the keys it needs and none it replaces (the registry's data).
+    fn validate_registry(&self) -> Result<()> {
         let on = self.techniques_on()?;
         for t in registry::REGISTRY.iter().filter(|t| on.contains(&t.key)) {
             if let Some(need) = t.needs.iter().find(|n| !n.split('|').any(|k| on.contains(&k))) {
@@ -519,6 +527,11 @@ impl Recipe {
                 bail!("recipe: {} replaces {x}; turn {x} off (see src/recipe/registry.rs)", t.key);
             }
         }
+        Ok(())
+    }
+
+    /// The per-layer patterns and what names a layer: they fit the model's layers.
+    fn validate_layers(&self) -> Result<()> {
         let l = self.n_layer;
         for (key, p, ok) in [
             ("attn_layers", &self.attn_layers, "LSP-"),
@@ -540,22 +553,61 @@ impl Recipe {
                 "recipe: single_skip = [{from}, {to}] needs from < to, a running from, and to in the second half of the {l} layers"
             );
         }
-        if let Some(w) = &self.mtp {
-            ensure!(
-                (2..=MTP_MAX).contains(&w.len()) && w.iter().all(|&x| x > 0.0),
-                "recipe: mtp = {w:?} needs 2 to {MTP_MAX} positive weights"
-            );
-        }
         ensure!(
             !self.attn_layers.as_ref().is_some_and(|a| a.contains('P'))
                 || self.n_head.is_multiple_of(2),
             "recipe: paired heads ('P' in attn_layers) need an even n_head, got {}",
             self.n_head
         );
+        for (key, n) in [
+            ("attn_gate", self.attn_gate),
+            ("ve_gate", self.ve_gate),
+            ("skip_gate_x0", self.skip_gate_x0),
+        ] {
+            ensure!(
+                n.is_none_or(|n| n <= self.n_embd),
+                "recipe: {key} reads more channels than n_embd"
+            );
+        }
+        if let Some(k) = self.backout {
+            ensure!(
+                k < l && !self.skips_layer(k),
+                "recipe: backout = {k} is not a layer that runs"
+            );
+        }
+        Ok(())
+    }
+
+    /// The attention's and the dense model's settings go together.
+    fn validate_attention(&self) -> Result<()> {
         ensure!(
             !self.key_offset || self.rotary.as_ref().is_some_and(|r| r.truncated),
             "recipe: key_offset shifts the dims a truncated rotary leaves unrotated; it needs rotary.truncated"
         );
+        // Act 1's changes to record #1's dense layers have nothing to act on in the windowed
+        // attention, which makes its own parameters and rotary.
+        ensure!(
+            !(self.init.is_torch() && self.attn_layers.is_some()),
+            "recipe: init = {:?} is for record #1's dense attention and MLP; turn attn_layers off",
+            self.init
+        );
+        ensure!(
+            self.attn_layers.is_some()
+                || self.rotary.is_none()
+                || self.yarn.is_none() && self.attn_scale.is_none(),
+            "recipe: rotary on the dense attention takes no yarn or attn_scale"
+        );
+        Ok(())
+    }
+
+    /// The step-dependent lists: one entry per windows stage, weights in range.
+    fn validate_schedules(&self) -> Result<()> {
+        if let Some(w) = &self.mtp {
+            ensure!(
+                (2..=MTP_MAX).contains(&w.len()) && w.iter().all(|&x| x > 0.0),
+                "recipe: mtp = {w:?} needs 2 to {MTP_MAX} positive weights"
+            );
+        }
         if let Some(w) = &self.windows {
             ensure!(
                 w.block > 0 && !w.schedule.is_empty(),
@@ -576,19 +628,6 @@ impl Recipe {
                 "recipe: batch_schedule = {b:?} needs one positive size per windows stage"
             );
         }
-        // Act 1's changes to record #1's dense layers have nothing to act on in the windowed
-        // attention, which makes its own parameters and rotary.
-        ensure!(
-            !(self.init.is_torch() && self.attn_layers.is_some()),
-            "recipe: init = {:?} is for record #1's dense attention and MLP; turn attn_layers off",
-            self.init
-        );
-        ensure!(
-            self.attn_layers.is_some()
-                || self.rotary.is_none()
-                || self.yarn.is_none() && self.attn_scale.is_none(),
-            "recipe: rotary on the dense attention takes no yarn or attn_scale"
-        );
         if let Some(f) = self.grad_sum_factor {
             ensure!(f > 0.0 && f.is_finite(), "recipe: grad_sum_factor must be positive, got {f}");
         }
@@ -596,22 +635,6 @@ impl Recipe {
             ensure!(
                 stage_max.len() == stage_at.len() + 1,
                 "recipe: lr_schedule's stage_max needs one more entry than stage_at"
-            );
-        }
-        for (key, n) in [
-            ("attn_gate", self.attn_gate),
-            ("ve_gate", self.ve_gate),
-            ("skip_gate_x0", self.skip_gate_x0),
-        ] {
-            ensure!(
-                n.is_none_or(|n| n <= self.n_embd),
-                "recipe: {key} reads more channels than n_embd"
-            );
-        }
-        if let Some(k) = self.backout {
-            ensure!(
-                k < l && !self.skips_layer(k),
-                "recipe: backout = {k} is not a layer that runs"
             );
         }
         Ok(())

@@ -61,32 +61,12 @@ pub fn run_until(cfg: &RunConfig, stop_after: Option<u64>) -> Result<f64> {
 
     let main = cfg.ranks.is_main();
     let mut log = RunLog::new(if main { cfg.out.as_deref() } else { None }, main)?;
-    for (k, v) in &cfg.header {
-        log.line(&format!("# {k}: {v}"))?;
-    }
-    log.line(&format!("# parameters: {n_params}"))?;
-    let micro = match r.loader {
-        Loader::Rows => format!("{rows} rows x {} tokens", r.seq_len),
-        Loader::Bos => {
-            format!("{} packed tokens (documents clipped at {})", rows * r.seq_len, r.seq_len)
-        }
-    };
-    log.line(&format!(
-        "# batch: {} tokens/step = {ranks} ranks x {accum} micro-batches x {micro} ({})",
-        r.batch_tokens,
-        coll.backend()
-    ))?;
     let schedule = Schedule::new(r);
-    if r.batch_schedule.is_some() {
-        log.line(&format!(
-            "# batch schedule: micro-batches of {:?} tokens on the windows stages",
-            schedule.stage_micro_tokens(rows * r.seq_len)
-        ))?;
-    }
+    let batch = BatchShape { rows, accum, ranks, backend: coll.backend() };
+    write_header(&mut log, cfg, n_params, &batch, &schedule)?;
 
-    let steps = schedule.steps();
     let micro = |plan: &Plan| schedule.micro_tokens(rows * r.seq_len, plan);
-    let mut step_ctx = StepCtx { model: &model, r, accum, dev, coll: coll.as_mut(), micro: &micro };
+    let mut step_ctx = StepCtx { model: &model, accum, dev, coll: coll.as_mut(), micro: &micro };
     // Upstream's explicit warmup: real steps, cycling every window size, then everything reset.
     if schedule.untimed_warmup() > 0 {
         let saved = opt.save();
@@ -97,26 +77,16 @@ pub fn run_until(cfg: &RunConfig, stop_after: Option<u64>) -> Result<f64> {
         opt.restore(&saved)?;
     }
     let mut train = new_loader()?;
-    // llm.c leaves step 0 out of the clock as its kernel warmup, Act 1 ten steps; with an
-    // explicit warmup every step counts.
-    let first_timed = r.clock_from_step.unwrap_or(u64::from(schedule.untimed_warmup() == 0));
-    let (mut train_ms, mut val_loss, mut tokens) = (0.0f64, f64::NAN, 0u64);
+    let (steps, first_timed) = (schedule.steps(), schedule.first_timed());
+    let mut clock = Clock { train_ms: 0.0, val_loss: f64::NAN, tokens: 0 };
     for step in 0..=steps {
-        let last = step == steps;
         let plan = schedule.at(step);
-        if last || step % r.val_every == 0 {
+        if plan.validate {
             let local = evaluate(&model, &val, cfg.target, &plan)?;
-            val_loss = mean_over_ranks(step_ctx.coll, Tensor::from(local).to_device(dev))?;
-            if !val_loss.is_finite() {
-                bail!("step {step}: val loss is {val_loss}; stopping");
-            }
-            log.line(&format!(
-                "step:{step}/{steps} val_loss:{val_loss:.4} train_time:{train_ms:.0}ms step_avg:{:.2}ms",
-                avg(train_ms, step, first_timed)
-            ))?;
-            log.metric(Metric::Val { step, val_loss, train_time_ms: train_ms });
+            clock.val_loss = mean_over_ranks(step_ctx.coll, Tensor::from(local).to_device(dev))?;
+            log_val(&mut log, &clock, step, steps, first_timed)?;
         }
-        if last {
+        if step == steps {
             break;
         }
 
@@ -124,27 +94,106 @@ pub fn run_until(cfg: &RunConfig, stop_after: Option<u64>) -> Result<f64> {
         let t0 = Instant::now();
         let (loss, info) = step_ctx.train_step(&mut train, &mut opt, &plan)?;
         cfg.target.sync();
-        train_ms += if step >= first_timed { t0.elapsed().as_secs_f64() * 1e3 } else { 0.0 };
+        clock.train_ms += if plan.timed { t0.elapsed().as_secs_f64() * 1e3 } else { 0.0 };
         crate::profile::end_step(range, step)?;
-        let n = step + 1;
-        tokens += (micro(&plan) * accum * ranks) as u64;
-        log.line(&format!(
-            "step:{n}/{steps} train_loss:{loss:.4} train_time:{train_ms:.0}ms step_avg:{:.2}ms",
-            avg(train_ms, n, first_timed)
-        ))?;
-        log.metric(Metric::Train {
-            step: n,
-            loss,
-            lr: info.lr,
-            grad_norm: info.grad_norm,
-            tokens,
-            train_time_ms: train_ms,
-        });
-        if stop_after == Some(n) {
+        clock.tokens += (micro(&plan) * accum * ranks) as u64;
+        log_train(&mut log, &clock, (step + 1, steps, first_timed), loss, &info)?;
+        if stop_after == Some(step + 1) {
             break;
         }
     }
+    finish(&mut log, cfg, &clock, steps, first_timed)?;
+    coll.barrier()?;
+    Ok(clock.val_loss)
+}
 
+/// How a step's batch is split: rows per micro-batch, micro-batches per rank, ranks.
+struct BatchShape {
+    rows: usize,
+    accum: usize,
+    ranks: usize,
+    backend: &'static str,
+}
+
+/// The run's header: the tree's lines, the parameter count, the batch and its schedule.
+fn write_header(
+    log: &mut RunLog,
+    cfg: &RunConfig,
+    n_params: i64,
+    b: &BatchShape,
+    schedule: &Schedule,
+) -> Result<()> {
+    let r = &cfg.recipe;
+    for (k, v) in &cfg.header {
+        log.line(&format!("# {k}: {v}"))?;
+    }
+    log.line(&format!("# parameters: {n_params}"))?;
+    let micro = match r.loader {
+        Loader::Rows => format!("{} rows x {} tokens", b.rows, r.seq_len),
+        Loader::Bos => {
+            format!("{} packed tokens (documents clipped at {})", b.rows * r.seq_len, r.seq_len)
+        }
+    };
+    log.line(&format!(
+        "# batch: {} tokens/step = {} ranks x {} micro-batches x {micro} ({})",
+        r.batch_tokens, b.ranks, b.accum, b.backend
+    ))?;
+    if r.batch_schedule.is_some() {
+        log.line(&format!(
+            "# batch schedule: micro-batches of {:?} tokens on the windows stages",
+            schedule.stage_micro_tokens(b.rows * r.seq_len)
+        ))?;
+    }
+    Ok(())
+}
+
+/// What the run has measured so far.
+struct Clock {
+    train_ms: f64,
+    val_loss: f64,
+    tokens: u64,
+}
+
+/// A validation step's line and metric; a loss that is not finite stops the run.
+fn log_val(log: &mut RunLog, c: &Clock, step: u64, steps: u64, first_timed: u64) -> Result<()> {
+    let (val_loss, train_ms) = (c.val_loss, c.train_ms);
+    if !val_loss.is_finite() {
+        bail!("step {step}: val loss is {val_loss}; stopping");
+    }
+    log.line(&format!(
+        "step:{step}/{steps} val_loss:{val_loss:.4} train_time:{train_ms:.0}ms step_avg:{:.2}ms",
+        avg(train_ms, step, first_timed)
+    ))?;
+    log.metric(Metric::Val { step, val_loss, train_time_ms: train_ms });
+    Ok(())
+}
+
+/// A training step's line and metric; `at` is (steps done, budget, first timed step).
+fn log_train(
+    log: &mut RunLog,
+    c: &Clock,
+    at: (u64, u64, u64),
+    loss: f64,
+    info: &StepInfo,
+) -> Result<()> {
+    let ((n, steps, first_timed), train_ms) = (at, c.train_ms);
+    log.line(&format!(
+        "step:{n}/{steps} train_loss:{loss:.4} train_time:{train_ms:.0}ms step_avg:{:.2}ms",
+        avg(train_ms, n, first_timed)
+    ))?;
+    log.metric(Metric::Train {
+        step: n,
+        loss,
+        lr: info.lr,
+        grad_norm: info.grad_norm,
+        tokens: c.tokens,
+        train_time_ms: train_ms,
+    });
+    Ok(())
+}
+
+/// The peak memory line and the summary.
+fn finish(log: &mut RunLog, cfg: &RunConfig, c: &Clock, steps: u64, first: u64) -> Result<()> {
     let peak_memory_mib = cfg.target.peak_memory_mib();
     if let Some((allocated, reserved)) = peak_memory_mib {
         log.line(&format!("peak memory allocated: {allocated} MiB reserved: {reserved} MiB"))?;
@@ -153,23 +202,20 @@ pub fn run_until(cfg: &RunConfig, stop_after: Option<u64>) -> Result<f64> {
         record: cfg.record,
         scale: cfg.scale,
         device: cfg.target.describe(),
-        ranks,
+        ranks: cfg.ranks.world,
         steps,
-        tokens,
-        final_val_loss: val_loss,
-        train_time_ms: train_ms,
-        step_avg_ms: avg(train_ms, steps, first_timed),
+        tokens: c.tokens,
+        final_val_loss: c.val_loss,
+        train_time_ms: c.train_ms,
+        step_avg_ms: avg(c.train_ms, steps, first),
         peak_memory_mib: peak_memory_mib.map(|(a, _)| a),
     };
-    log.finish(&summary, r)?;
-    coll.barrier()?;
-    Ok(val_loss)
+    log.finish(&summary, &cfg.recipe)
 }
 
 /// What a training step needs besides its data and optimizer.
 struct StepCtx<'a> {
     model: &'a Gpt,
-    r: &'a Recipe,
     accum: usize,
     dev: tch::Device,
     coll: &'a mut dyn Collectives,
@@ -186,14 +232,7 @@ impl StepCtx<'_> {
         opt: &mut Optimizer,
         plan: &Plan,
     ) -> Result<(f64, StepInfo)> {
-        let r = self.r;
-        // Upstream's reduction="sum": the gradient of the summed loss over each reference rank's
-        // tokens, which is that many times the mean's.
-        let per_reference_rank = r.batch_tokens as f64 * plan.batch_share;
-        let grad_mult =
-            if r.loss_sum { per_reference_rank / r.reference_ranks.max(1) as f64 } else { 1.0 };
-        // Act 1's a1 and a2 sum their micro-batches' losses where a mean was meant.
-        let grad_mult = grad_mult * r.grad_sum_factor.unwrap_or(1.0);
+        let grad_mult = plan.grad_mult;
         // The loss stays on the device until the ranks have averaged it: one host read a step.
         let mut loss_sum = Tensor::zeros([], (Kind::Double, self.dev));
         let sizes = ((self.micro)(plan), plan.max_doc_len);

@@ -112,57 +112,54 @@ fn main() -> ExitCode {
     }
 }
 
-fn main_inner(args: Args, ranks: RankEnv) -> Result<()> {
-    let scale = match args.scale {
-        ScaleArg::Full => Scale::Full,
-        ScaleArg::Lab => Scale::Lab,
-    };
-    let mut recipe = Recipe::from_manifest(&args.manifest, scale, args.steps)?;
-    if let Some(seed) = args.seed {
-        recipe.seed = seed;
-    }
+/// The `--print-*` flags: prints what was asked and says whether one was.
+fn print_only(args: &Args, recipe: &Recipe) -> Result<bool> {
     if args.print_recipe {
-        print!("{}", toml::to_string(&recipe)?);
-        return Ok(());
+        print!("{}", toml::to_string(recipe)?);
+        return Ok(true);
     }
     if args.print_schedule {
-        print!("{}", Schedule::new(&recipe).table(recipe.val_every));
-        return Ok(());
+        print!("{}", Schedule::new(recipe).table(recipe.val_every));
+        return Ok(true);
     }
     if args.print_layout {
         let vs = tch::nn::VarStore::new(tch::Device::Cpu);
-        let (gpt, _) = Gpt::new(vs.root(), &recipe, tch::Kind::Float);
+        let (gpt, _) = Gpt::new(vs.root(), recipe, tch::Kind::Float);
         println!("name\tfrom\tto\tinit");
         for e in gpt.scalar_layout() {
             let init: Vec<String> = e.init.iter().map(f32::to_string).collect();
             println!("{}\t{}\t{}\t{}", e.name, e.at, e.at + e.init.len(), init.join(" "));
         }
-        return Ok(());
+        return Ok(true);
     }
     if args.print_params {
         let compute = if args.cpu { tch::Kind::Float } else { tch::Kind::BFloat16 };
         let vs = tch::nn::VarStore::new(tch::Device::Cpu);
-        let (_, params) = Gpt::new(vs.root(), &recipe, compute);
-        let (head, rows) = Optimizer::new(params, &recipe, compute)?.param_table();
+        let (_, params) = Gpt::new(vs.root(), recipe, compute);
+        let (head, rows) = Optimizer::new(params, recipe, compute)?.param_table();
         for line in head {
             println!("# {line}");
         }
         print!("{}", param_table::render(&rows));
-        return Ok(());
+        return Ok(true);
     }
-    let data = args.data.context("--data is needed to train")?;
-    let mut target = Target::pick(args.cpu, ranks.local_rank)?;
-    if args.bf16 {
-        target.compute = tch::Kind::BFloat16;
-    }
-    let budget = Schedule::new(&recipe).steps();
+    Ok(false)
+}
+
+/// `--stop-after` inside the budget, and `--profile`'s window inside the steps run.
+fn check_stop_and_profile(
+    args: &Args,
+    budget: u64,
+    ranks: &RankEnv,
+    target: &Target,
+) -> Result<()> {
     if let Some(stop) = args.stop_after {
         anyhow::ensure!(
             (1..=budget).contains(&stop),
             "--stop-after {stop}: must be 1 to {budget}, the run's steps"
         );
     }
-    if let Some(dir) = args.profile {
+    if let Some(dir) = args.profile.clone() {
         let steps = args.stop_after.unwrap_or(budget);
         // Step 0 warms the kernels up (and is untimed without an explicit warmup).
         anyhow::ensure!(
@@ -179,6 +176,28 @@ fn main_inner(args: Args, ranks: RankEnv) -> Result<()> {
             cuda: target.device.is_cuda(),
         })?;
     }
+    Ok(())
+}
+
+fn main_inner(args: Args, ranks: RankEnv) -> Result<()> {
+    let scale = match args.scale {
+        ScaleArg::Full => Scale::Full,
+        ScaleArg::Lab => Scale::Lab,
+    };
+    let mut recipe = Recipe::from_manifest(&args.manifest, scale, args.steps)?;
+    if let Some(seed) = args.seed {
+        recipe.seed = seed;
+    }
+    if print_only(&args, &recipe)? {
+        return Ok(());
+    }
+    let data = args.data.clone().context("--data is needed to train")?;
+    let mut target = Target::pick(args.cpu, ranks.local_rank)?;
+    if args.bf16 {
+        target.compute = tch::Kind::BFloat16;
+    }
+    let budget = Schedule::new(&recipe).steps();
+    check_stop_and_profile(&args, budget, &ranks, &target)?;
     let train_files = corpus::shard::shard_files(&data, "train").context("finding train shards")?;
     let train_files = first_shards(train_files, recipe.train_shards, &data)?;
     let val_files = corpus::shard::shard_files(&data, "val").context("finding val shards")?;

@@ -110,52 +110,56 @@ pub struct Groups {
     pub resid_lambdas: Group,
 }
 
+/// A group stored in fp32 with `decay` set.
+fn fp32(opt: Opt, lr_mul: f64, decay: bool) -> Group {
+    Group { decay, ..Group::new(opt, lr_mul) }
+}
+
 impl Groups {
     pub fn new(r: &Recipe) -> Groups {
-        let fp32 = |opt, lr_mul, decay| Group { decay, ..Group::new(opt, lr_mul) };
-        if r.muon.is_none() {
-            let (matrix, vector) = (fp32(Opt::AdamW, 1.0, true), fp32(Opt::AdamW, 1.0, false));
-            // Act 1 from a3: the block matrices to the classic Muon, which does not decay.
-            let hidden = match r.muon_classic {
-                Some(_) => fp32(Opt::MuonClassic, 1.0, false),
-                None => matrix,
-            };
-            let (embed, head, scalars, gate) = (matrix, matrix, vector, matrix);
-            let (x0, smear) = (vector, matrix);
-            let (qkvo, c_fc, c_proj, skip_gate) = (hidden, hidden, hidden, vector);
-            return Groups {
-                embed,
-                value_embeds: embed,
-                head,
-                late_embed: head,
-                scalars,
-                x0,
-                smear,
-                hidden,
-                qkvo,
-                c_fc,
-                c_proj,
-                gate,
-                skip_gate,
-                vector,
-                lambdas: vector,
-                resid_lambdas: vector,
-            };
+        match r.muon {
+            None => Groups::without_muon(r),
+            Some(_) => Groups::upstream(r),
         }
+    }
+
+    /// llm.c's AdamW for everything (record #1), or Act 1's classic Muon on the blocks.
+    fn without_muon(r: &Recipe) -> Groups {
+        let (matrix, vector) = (fp32(Opt::AdamW, 1.0, true), fp32(Opt::AdamW, 1.0, false));
+        // Act 1 from a3: the block matrices to the classic Muon, which does not decay.
+        let hidden = match r.muon_classic {
+            Some(_) => fp32(Opt::MuonClassic, 1.0, false),
+            None => matrix,
+        };
+        let (embed, head, scalars, gate) = (matrix, matrix, vector, matrix);
+        let (x0, smear) = (vector, matrix);
+        let (qkvo, c_fc, c_proj, skip_gate) = (hidden, hidden, hidden, vector);
+        Groups {
+            embed,
+            value_embeds: embed,
+            head,
+            late_embed: head,
+            scalars,
+            x0,
+            smear,
+            hidden,
+            qkvo,
+            c_fc,
+            c_proj,
+            gate,
+            skip_gate,
+            vector,
+            lambdas: vector,
+            resid_lambdas: vector,
+        }
+    }
+
+    /// Upstream's Muon on the block matrices and Adam on the rest, each group as a record set it.
+    fn upstream(r: &Recipe) -> Groups {
         // Upstream's optimizers decay every parameter (with weight_decay 0 until #46).
         let mul = |f: fn(&crate::recipe::LrMul) -> f64| r.lr_mul.as_ref().map_or(1.0, f);
         let embed_storage = if r.bf16_embeddings { Storage::Bf16OnCuda } else { Storage::Fp32 };
         let linear_storage = if r.bf16_linears { Storage::Bf16OnCuda } else { Storage::Fp32 };
-        // Upstream #57 stores the block matrices in bf16 too (Muon keeps their mantissas).
-        let matrix_storage = if r.bf16_matrices { Storage::Bf16OnCuda } else { Storage::Fp32 };
-        // Upstream #80: Q and K by head pairs of 2·head_dim rows.
-        let qkvo_role = match r.muon.as_ref().is_some_and(|m| m.qk_head_pairs) {
-            true => Role::QkPairs(2 * (r.n_embd / r.n_head) as i64),
-            false => Role::Qkvo,
-        };
-        let muon_mul = |f: fn(&crate::recipe::LrMul) -> Option<f64>| {
-            r.lr_mul.as_ref().and_then(f).unwrap_or(1.0)
-        };
         // Upstream #55 decays the value embeddings 5x and the head (with the embedding) 150x.
         let wd = r.wd_mul.as_ref();
         // Upstream #57's betas per kind of parameter.
@@ -166,6 +170,7 @@ impl Groups {
             betas: betas(|b| b.head),
             ..fp32(Opt::Adam, mul(|m| m.head), true)
         };
+        let [hidden, qkvo, c_fc, c_proj] = Groups::muon_matrices(r);
         let lambda_betas = r.parallel_residuals.as_ref().map(|p| p.betas);
         let embed = Group { storage: embed_storage, ..fp32(Opt::Adam, mul(|m| m.embed), true) };
         let scalar_opt = if r.scalar_betas.is_some() { Opt::ScalarAdam } else { Opt::Adam };
@@ -210,18 +215,10 @@ impl Groups {
                 betas: betas(|b| b.gates),
                 ..fp32(Opt::Adam, r.lr_mul.as_ref().and_then(|m| m.skip_gate).unwrap_or(1.0), false)
             },
-            hidden: fp32(Opt::Muon, 1.0, true),
-            qkvo: Group { role: qkvo_role, storage: matrix_storage, ..fp32(Opt::Muon, 1.0, true) },
-            c_fc: Group {
-                role: Role::Mlp,
-                storage: matrix_storage,
-                ..fp32(Opt::Muon, muon_mul(|m| m.c_fc), true)
-            },
-            c_proj: Group {
-                role: Role::Mlp,
-                storage: matrix_storage,
-                ..fp32(Opt::Muon, muon_mul(|m| m.c_proj), true)
-            },
+            hidden,
+            qkvo,
+            c_fc,
+            c_proj,
             vector: fp32(Opt::Adam, 1.0, true),
             lambdas: Group { betas: lambda_betas, ..fp32(Opt::Adam, 1.0, false) },
             resid_lambdas: Group {
@@ -229,6 +226,27 @@ impl Groups {
                 ..fp32(Opt::Adam, mul(|m| m.scalars), false)
             },
         }
+    }
+
+    /// The block matrices' groups, Muon's: hidden, QKVO, c_fc, c_proj.
+    fn muon_matrices(r: &Recipe) -> [Group; 4] {
+        // Upstream #57 stores the block matrices in bf16 too (Muon keeps their mantissas).
+        let storage = if r.bf16_matrices { Storage::Bf16OnCuda } else { Storage::Fp32 };
+        // Upstream #80: Q and K by head pairs of 2·head_dim rows.
+        let qkvo_role = match r.muon.as_ref().is_some_and(|m| m.qk_head_pairs) {
+            true => Role::QkPairs(2 * (r.n_embd / r.n_head) as i64),
+            false => Role::Qkvo,
+        };
+        let lr_mul = |f: fn(&crate::recipe::LrMul) -> Option<f64>| {
+            r.lr_mul.as_ref().and_then(f).unwrap_or(1.0)
+        };
+        let mlp = |lr| Group { role: Role::Mlp, storage, ..fp32(Opt::Muon, lr, true) };
+        [
+            fp32(Opt::Muon, 1.0, true),
+            Group { role: qkvo_role, storage, ..fp32(Opt::Muon, 1.0, true) },
+            mlp(lr_mul(|m| m.c_fc)),
+            mlp(lr_mul(|m| m.c_proj)),
+        ]
     }
 }
 

@@ -30,6 +30,14 @@ pub struct Plan {
     pub untie_after: bool,
     /// The BOS loader's longest document at this step (upstream #72); None: seq_len.
     pub max_doc_len: Option<usize>,
+    /// What each micro-batch's mean loss is multiplied by before its backward: upstream's
+    /// `reduction="sum"` (the tokens of one reference rank at this step's batch) and Act 1's
+    /// summed micro-batches; 1 for a mean.
+    pub grad_mult: f64,
+    /// The model is validated before this step (every `val_every` steps, and after the last).
+    pub validate: bool,
+    /// This step counts on the clock (llm.c leaves step 0 out, Act 1 ten steps).
+    pub timed: bool,
 }
 
 impl Plan {
@@ -145,6 +153,32 @@ pub struct Schedule {
     rounded: bool,
     /// The longest document per windows stage (upstream #72).
     doc_lens: Option<Vec<usize>>,
+    grad: GradScale,
+    val_every: u64,
+    first_timed: u64,
+}
+
+/// How a step's loss is scaled for its backward (see [`Plan::grad_mult`]).
+#[derive(Debug, Clone, Copy)]
+struct GradScale {
+    /// `Some(batch_tokens, reference_ranks)` for upstream's summed loss.
+    sum_over: Option<(usize, usize)>,
+    factor: f64,
+}
+
+impl GradScale {
+    fn new(r: &Recipe) -> GradScale {
+        let sum_over = r.loss_sum.then_some((r.batch_tokens, r.reference_ranks));
+        GradScale { sum_over, factor: r.grad_sum_factor.unwrap_or(1.0) }
+    }
+
+    fn at(&self, batch_share: f64) -> f64 {
+        let mult = match self.sum_over {
+            Some((tokens, ranks)) => tokens as f64 * batch_share / ranks.max(1) as f64,
+            None => 1.0,
+        };
+        mult * self.factor
+    }
 }
 
 impl Schedule {
@@ -191,7 +225,17 @@ impl Schedule {
             ),
             rounded: r.rounded_stages,
             doc_lens: r.doc_len_schedule.clone(),
+            grad: GradScale::new(r),
+            val_every: r.val_every,
+            // Without an explicit warmup llm.c's step 0 is kernel warmup; with one every step
+            // counts; Act 1 sets its own.
+            first_timed: r.clock_from_step.unwrap_or(u64::from(r.untimed_warmup == 0)),
         }
+    }
+
+    /// The first step the clock counts.
+    pub fn first_timed(&self) -> u64 {
+        self.first_timed
     }
 
     pub fn steps(&self) -> u64 {
@@ -279,6 +323,9 @@ impl Schedule {
             split_embed: self.split.is_some_and(|(_, from)| step >= from),
             untie_after: self.split.is_some_and(|(after, _)| step == after),
             max_doc_len,
+            grad_mult: self.grad.at(batch_share),
+            validate: step == steps || step % self.val_every == 0,
+            timed: step >= self.first_timed,
         }
     }
 
