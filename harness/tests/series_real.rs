@@ -205,3 +205,43 @@ fn series_stats_are_architecture_s_figures_and_add_up_to_the_patches() {
     let row = |k| stats.iter().find(|s| s.upstream == Some(k)).unwrap();
     assert!(row(44).stays_home() && !row(73).stays_home());
 }
+
+/// Export and import, unedited, give back the same checkout: the patches byte for byte and the
+/// newest trainer with head.patch's commits (an import once wrote the newest record's tree over
+/// them, leaving src/ without what head.patch adds).
+#[test]
+fn the_real_series_exports_and_imports_back_unchanged() {
+    let copy = sandbox::scratch_checkout();
+    let sandbox = Sandbox::new();
+    let run = |args: &[&str]| {
+        let out = sandbox.records_at(copy.path()).args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let before = snapshot(copy.path());
+    let edit = tempfile::tempdir().unwrap();
+    let dir = edit.path().join("series");
+    run(&["series", "export", dir.to_str().unwrap()]);
+    let text = run(&["series", "import", dir.to_str().unwrap()]);
+    assert!(text.contains("0 trainer file(s) of the checkout changed"), "{text}");
+    assert!(snapshot(copy.path()) == before, "the import changed the checkout's files");
+    assert!(run(&["series", "check"]).contains("series ok"));
+}
+
+/// Every file under the checkout's src/, tests/, patches/ and records/, with its bytes.
+fn snapshot(root: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
+    fn walk(dir: &Path, out: &mut std::collections::BTreeMap<std::path::PathBuf, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            match path.is_dir() {
+                true => walk(&path, out),
+                false => drop(out.insert(path.clone(), std::fs::read(&path).unwrap())),
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    for top in ["src", "tests", "patches", "records"] {
+        walk(&root.join(top), &mut out);
+    }
+    out
+}

@@ -70,7 +70,8 @@ pub struct Imported {
     pub tip_changes: usize,
 }
 
-/// Rewrites `patches/` and the checkout's trainer tree from the history in `dir`.
+/// Rewrites `patches/` and the checkout's trainer tree from the history in `dir` (its tip, the
+/// newest record's tree, with `patches/head.patch` applied).
 pub fn import(root: &Path, dir: &Path) -> Result<Imported> {
     let series = Series::load(root)?;
     let repo = Repository::open(dir)
@@ -118,10 +119,16 @@ pub fn import(root: &Path, dir: &Path) -> Result<Imported> {
             series.numbers()[0].n
         );
     }
+    // The export ends at the newest record; the checkout's trainer is that plus head.patch,
+    // checked before anything is written.
+    let trainer = series.with_head(&repo, tip.tree_id()).with_context(|| {
+        "the export's newest tree does not take patches/head.patch; rebase head.patch's commits \
+         onto it by hand"
+    })?;
     for (record, commits) in &groups {
         corpus::fs::write_atomic(&patch_path(root, *record), mailbox::write(commits).as_bytes())?;
     }
-    let tip_changes = write_tip(root, &repo, tip.tree_id())?;
+    let tip_changes = write_tip(root, &repo, trainer)?;
     super::recorded::record(root)?;
     Ok(Imported { patches: groups.iter().map(|(r, c)| (*r, c.len())).collect(), tip_changes })
 }

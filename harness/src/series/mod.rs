@@ -388,6 +388,23 @@ impl Series {
         }
     }
 
+    /// The checkout's trainer made from `tree`, the newest record's: head.patch's commits
+    /// applied to it in order (the inverse of the first step of [`Series::walk`]).
+    pub fn with_head(&self, repo: &Repository, mut tree: Oid) -> Result<Oid, SeriesError> {
+        for (k, c) in self.head.iter().enumerate() {
+            let step = Step {
+                record: self.newest(),
+                commit: k + 1,
+                commits: self.head.len(),
+                subject: &c.subject,
+                direction: Direction::Forward,
+                head: true,
+            };
+            tree = apply::apply(repo, tree, &c.diff, &step)?;
+        }
+        Ok(tree)
+    }
+
     /// Applies record `n`'s commits to `tree` in order, returning the tree after each.
     pub fn forward(
         &self,
