@@ -324,7 +324,7 @@ impl Schedule {
             untie_after: self.split.is_some_and(|(after, _)| step == after),
             max_doc_len,
             grad_mult: self.grad.at(batch_share),
-            validate: step == steps || step % self.val_every == 0,
+            validate: step == steps || step.is_multiple_of(self.val_every),
             timed: step >= self.first_timed,
         }
     }
