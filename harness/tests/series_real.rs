@@ -96,6 +96,7 @@ fn a_changed_removed_line_of_62_is_blamed_on_62() {
     std::fs::write(&patch, text.replace(&format!("\n{line}\n"), &format!("\n{changed}\n")))
         .unwrap();
     let sandbox = Sandbox::new();
+    let before = tree_marker(&sandbox, "54");
     for args in [&["series", "check"][..], &["series", "tree", "54"]] {
         let out = sandbox.records_at(dir.path()).args(args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
@@ -104,18 +105,25 @@ fn a_changed_removed_line_of_62_is_blamed_on_62() {
         assert!(err.contains("reverse-applying patches/62.patch gives #54 the tree"), "{err}");
         assert!(!err.contains("46.patch"), "{args:?}: {err}");
     }
-    // The trees are shared between tests: #54's there, if any, is the recorded one.
-    assert_recorded_or_absent(&sandbox, dir.path(), "54");
+    // The trees are shared between tests (and kept from earlier runs, whose ids may differ):
+    // #54's is as it was, or the recorded one.
+    assert_untouched_or_recorded(&sandbox, dir.path(), "54", before);
     assert!(!dir.path().join("target").exists());
 }
 
-/// `NN`'s tree in the sandbox is absent or the one its manifest in `root` records.
-fn assert_recorded_or_absent(sandbox: &Sandbox, root: &Path, n: &str) {
+/// The id in `NN`'s shared tree's marker, if that tree is there.
+fn tree_marker(sandbox: &Sandbox, n: &str) -> Option<String> {
     let marker = sandbox.path().join(format!("target/records/trees/{n}/.records-tree"));
-    if let Ok(id) = std::fs::read_to_string(marker) {
-        let manifest = std::fs::read_to_string(root.join(format!("records/{n}.toml"))).unwrap();
-        assert!(manifest.contains(&format!("tree = \"{}\"", id.trim())), "#{n}'s tree: {id}");
-    }
+    std::fs::read_to_string(marker).ok().map(|id| id.trim().to_string())
+}
+
+/// `NN`'s shared tree is as it was before (`before`), or the one its manifest in `root`
+/// records: a refused command wrote no tree of its own.
+fn assert_untouched_or_recorded(sandbox: &Sandbox, root: &Path, n: &str, before: Option<String>) {
+    let now = tree_marker(sandbox, n);
+    let manifest = std::fs::read_to_string(root.join(format!("records/{n}.toml"))).unwrap();
+    let recorded = now.as_ref().is_some_and(|id| manifest.contains(&format!("tree = \"{id}\"")));
+    assert!(now.is_none() || now == before || recorded, "#{n}'s tree: {now:?}, was {before:?}");
 }
 
 /// A manifest whose `tree =` line is gone is refused by every command that makes its tree, even
@@ -129,6 +137,7 @@ fn a_record_without_a_tree_id_is_refused() {
     let tree = text.lines().find(|l| l.starts_with("tree = ")).unwrap().to_string();
     std::fs::write(&manifest, text.replace(&format!("{tree}\n"), "")).unwrap();
     let sandbox = Sandbox::new();
+    let before = tree_marker(&sandbox, "54");
     for args in
         [&["series", "check"][..], &["series", "tree", "54"], &["replay", "54", "--steps", "3"]]
     {
@@ -141,9 +150,9 @@ fn a_record_without_a_tree_id_is_refused() {
         );
         assert!(!err.contains("Compiling"), "{args:?} built: {err}");
     }
-    let marker = sandbox.path().join("target/records/trees/54/.records-tree");
     let id = tree.trim_start_matches("tree = \"").trim_end_matches('"');
-    assert!(std::fs::read_to_string(marker).map_or(true, |m| m.trim() == id), "a tree was made");
+    let now = tree_marker(&sandbox, "54");
+    assert!(now.is_none() || now == before || now.as_deref() == Some(id), "a tree was made");
 }
 
 /// A tree id edited in one manifest is blamed on that manifest (the older records' trees still
