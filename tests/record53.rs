@@ -9,7 +9,7 @@ use trainer::model::attend::Docs;
 use trainer::model::params::{Group, Opt, Param, Role};
 use trainer::model::{key_offset, mtp, sa_lambdas, scalars::ScalarBank, Ctx};
 use trainer::optim::dist_adam::{AdamConfig, DistAdam};
-use trainer::optim::schedule::Schedule;
+use trainer::optim::schedule::{self, Schedule};
 use trainer::optim::{cautious_adam, normuon};
 use trainer::recipe::{CautiousMask, SaLambdas, Scale};
 
@@ -41,7 +41,11 @@ fn multi_token_weights_fade_by_thirds() {
         assert_eq!(s.at(step).mtp_weights(), want.as_slice(), "step {step}");
     }
     assert!((s.at(626).mtp_weights()[2] - 0.00027).abs() < 5e-6, "spec: 0.00027 at 626");
-    assert_eq!(mtp::weights(&[1.0, 0.5, 0.25], 2.0 / 3.0), [1.0], "x = 2/3 is the last stage");
+    assert_eq!(
+        schedule::mtp_weights(&[1.0, 0.5, 0.25], 2.0 / 3.0),
+        [1.0],
+        "x = 2/3 is the last stage"
+    );
 }
 
 /// #53: Σ_t Σ_k w_k (logsumexp(z_t) - z_t[y_{t+k}]) with the offsets past the buffer's end left

@@ -10,10 +10,16 @@ pub mod run;
 pub mod series;
 pub mod text;
 /// The trainer's recipe module (`src/recipe.rs`, `src/recipe/`), compiled into the CLI so a
-/// manifest is checked by the trainer's own rules before anything builds ([`recipe_check`]).
-/// It needs no libtorch.
+/// manifest is checked by the trainer's own rules before anything builds ([`recipe_check`]),
+/// and its step plan (`src/optim/schedule.rs`), which `records cost` counts each step from.
+/// Neither needs libtorch.
 #[path = "../../src"]
 pub mod trainer {
     pub mod recipe;
+    pub mod optim {
+        pub mod schedule;
+    }
 }
+/// The trainer's files name their recipe module `crate::recipe`; here it is the same module.
+use trainer::recipe;
 pub mod verdict;

@@ -10,28 +10,9 @@
 //! at progress x = step / scheduled steps, for a base of n weights ([1, 0.5, 0.25] upstream):
 //! stage k = #{j in 1..n : x ≥ j/n} keeps the first n − k weights, and the last of them (when
 //! more than one) falls linearly to 0 over the stage: [1, 0.5, 0.25·(1 − 3x)], then
-//! [1, 0.5·(1 − (3x − 1))], then [1] (also through the extension).
+//! [1, 0.5·(1 − (3x − 1))], then [1] (also through the extension). The weights per step are
+//! the step plan's (`optim::schedule::mtp_weights`), which the CLI reads without libtorch.
 use tch::{Device, Kind, Tensor};
-
-/// The weights at progress `x` for the base weights `base`.
-pub fn weights(base: &[f64], x: f64) -> Vec<f64> {
-    let n = base.len();
-    let k = (1..n).filter(|&j| x >= j as f64 / n as f64).count();
-    weights_in_stage(base, k, n as f64 * x - k as f64)
-}
-
-/// The weights in stage `k` (from 0), a fraction `t` of it done: the first n − k base weights,
-/// the last of them (when more than one) times 1 − t. Upstream #65 takes its stages' own
-/// bounds (`Schedule`); before, the stages were thirds of the progress (`weights`).
-pub fn weights_in_stage(base: &[f64], k: usize, t: f64) -> Vec<f64> {
-    let n = base.len();
-    let mut w = base[..n - k.min(n - 1)].to_vec();
-    if w.len() > 1 {
-        let last = w.len() - 1;
-        w[last] *= 1.0 - t;
-    }
-    w
-}
 
 /// logits: [N, V], targets: [N] (the next token of each position), w: the weights (two or
 /// more) -> Σ_t Σ_k w_k·CE[t, k], fp32 scalar.

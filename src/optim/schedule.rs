@@ -1,7 +1,6 @@
 //! The schedule: every step-dependent value of a run, from one place. `Schedule::at(step)` gives
 //! that step's [`Plan`]; the loop, the optimizers and the log read it, and
 //! `train --print-schedule` prints its table. Below it, the curves it is made of.
-use crate::model::mtp;
 use crate::recipe::{LrSchedule, Recipe, UntieStep, Windows, MTP_MAX};
 
 /// What step `step` runs with.
@@ -305,9 +304,9 @@ impl Schedule {
             let w = match self.rounded {
                 true => {
                     let (k, t) = self.stages.with_fraction(step);
-                    mtp::weights_in_stage(base, k, t)
+                    mtp_weights_in_stage(base, k, t)
                 }
-                false => mtp::weights(base, step as f64 / clock.max(1) as f64),
+                false => mtp_weights(base, step as f64 / clock.max(1) as f64),
             };
             mtp[..w.len()].copy_from_slice(&w);
         }
@@ -523,6 +522,27 @@ pub fn momentum_warmup(step: u64, warmup_steps: u64, from: f64, to: f64) -> f64 
     }
     let frac = (step as f64 / warmup_steps as f64).min(1.0);
     from + (to - from) * frac
+}
+
+/// Multi-token prediction's weights (upstream #53, `model/mtp.rs`) at progress `x` for the
+/// base weights `base`.
+pub fn mtp_weights(base: &[f64], x: f64) -> Vec<f64> {
+    let n = base.len();
+    let k = (1..n).filter(|&j| x >= j as f64 / n as f64).count();
+    mtp_weights_in_stage(base, k, n as f64 * x - k as f64)
+}
+
+/// The weights in stage `k` (from 0), a fraction `t` of it done: the first n − k base weights,
+/// the last of them (when more than one) times 1 − t. Upstream #65 takes its stages' own
+/// bounds (`Schedule`); before, the stages were thirds of the progress (`mtp_weights`).
+pub fn mtp_weights_in_stage(base: &[f64], k: usize, t: f64) -> Vec<f64> {
+    let n = base.len();
+    let mut w = base[..n - k.min(n - 1)].to_vec();
+    if w.len() > 1 {
+        let last = w.len() - 1;
+        w[last] *= 1.0 - t;
+    }
+    w
 }
 
 #[cfg(test)]
