@@ -1,6 +1,7 @@
 //! The `records` library: everything the CLI does, as plain functions (no libtorch here; the
 //! trainer runs as a separate process).
 pub mod catalog;
+pub mod cost;
 pub mod data;
 pub mod logging;
 pub mod paths;

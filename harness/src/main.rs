@@ -32,6 +32,8 @@ enum Command {
     Profile(cmd::profile::Args),
     /// Time each record's training step, interleaved round by round: ms/step, tokens/s, ratios.
     Bench(cmd::bench::Args),
+    /// Predict a record's step time on a simulated 8×H100 (or H200, RTX 4090) from its recipe.
+    Cost(cmd::cost::Args),
     /// Corpora: the default corpus, FineWeb shards, tokenizing text.
     Data(cmd::data::Args),
     /// The patch series: check, export, import, capture.
@@ -80,6 +82,7 @@ fn main() -> ExitCode {
         Command::Replay(a) => cmd::replay::run(a),
         Command::Walk(a) => cmd::walk::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Cost(a) => cmd::cost::run(a),
         Command::Profile(a) => cmd::profile::run(a),
         Command::Data(a) => cmd::data::run(a),
         Command::Series(a) => cmd::series::run(a),

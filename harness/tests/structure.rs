@@ -14,6 +14,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("catalog", 1),
     ("series", 2),
     ("data", 2),
+    ("cost", 2),
     ("verdict", 3),
     ("run", 4),
     ("present", 5),

@@ -1,5 +1,6 @@
 //! One file per subcommand: a clap `Args` struct and `run(args)`.
 pub mod bench;
+pub mod cost;
 pub mod data;
 pub mod diff;
 pub mod list;

@@ -1,0 +1,183 @@
+//! The time model against upstream's logs: every record with a logged train time, predicted
+//! from its recipe on its own machine; the fit of the six constants on the named records; the
+//! held-out error and the sign of each consecutive Δ time.
+use super::achieved::Fractions;
+use super::hardware::Hardware;
+use super::record::{self, Costed, Stage};
+use crate::catalog::{Catalog, RecordId, Track};
+use anyhow::Result;
+use serde::Serialize;
+
+/// A record with a logged time, its stages counted once (a prediction is then a sum).
+pub struct Case {
+    pub costed: Costed,
+    pub hardware: Hardware,
+    stages: Vec<Stage>,
+}
+
+impl Case {
+    pub fn logged_s(&self) -> f64 {
+        self.costed.logged.map_or(f64::NAN, |l| l.train_time_s)
+    }
+
+    /// Predicted train time in seconds with the fractions `f`.
+    pub fn predicted_s(&self, f: &Fractions) -> f64 {
+        let ms: f64 = self
+            .stages
+            .iter()
+            .map(|s| s.steps as f64 * super::predict::step_ms(&s.work, &self.hardware, f).total())
+            .sum();
+        ms / 1e3
+    }
+
+    pub fn timed_steps(&self) -> u64 {
+        self.stages.iter().map(|s| s.steps).sum()
+    }
+}
+
+/// Every record with a logged time: the main track's records and the upstream records inside
+/// their steps, by number, then the other tracks' records.
+pub fn cases(catalog: &Catalog, machines: &[Hardware]) -> Result<Vec<Case>> {
+    let mut ids: Vec<RecordId> = catalog.track(Track::Main).map(|m| m.id()).collect();
+    ids.extend(catalog.inside_steps().iter().map(|(_, u)| RecordId::main(u.number)));
+    ids.sort();
+    ids.extend(catalog.records().iter().map(|m| m.id()).filter(|id| !id.is_main()));
+    let mut out = Vec::new();
+    for id in ids {
+        let costed = record::of(catalog, id)?;
+        if costed.logged.is_none() {
+            continue;
+        }
+        let (hw, gpus) = costed.machine(machines)?;
+        let stages = costed.stages(gpus);
+        out.push(Case { hardware: hw.clone(), stages, costed });
+    }
+    Ok(out)
+}
+
+/// The fractions that minimise Σ ln²(predicted / logged) over `fit`, by coordinate descent on
+/// a log scale from a fixed start (deterministic: the same cases give the same constants).
+pub fn fit(fit: &[&Case]) -> Fractions {
+    let loss = |f: &Fractions| -> f64 {
+        fit.iter().map(|c| (c.predicted_s(f) / c.logged_s()).ln().powi(2)).sum()
+    };
+    let mut f = Fractions {
+        matmul: 0.5,
+        fp8: 0.5,
+        attention: 0.3,
+        memory: 0.5,
+        comm: 0.5,
+        overhead_ms: 1.0,
+    };
+    let steps = [0.5, 0.8, 0.9, 0.97, 0.99, 1.01, 1.03, 1.1, 1.25, 2.0];
+    for _ in 0..200 {
+        let before = loss(&f);
+        for k in 0..6 {
+            let mut best = (loss(&f), f);
+            for m in steps {
+                let mut g = f;
+                let x = field(&mut g, k);
+                *x = if k == 5 { (*x * m).clamp(0.0, 100.0) } else { (*x * m).clamp(0.01, 1.0) };
+                let l = loss(&g);
+                if l < best.0 {
+                    best = (l, g);
+                }
+            }
+            f = best.1;
+        }
+        if (before - loss(&f)).abs() < 1e-12 {
+            break;
+        }
+    }
+    f
+}
+
+fn field(f: &mut Fractions, k: usize) -> &mut f64 {
+    match k {
+        0 => &mut f.matmul,
+        1 => &mut f.fp8,
+        2 => &mut f.attention,
+        3 => &mut f.memory,
+        4 => &mut f.comm,
+        _ => &mut f.overhead_ms,
+    }
+}
+
+/// One row of the validation table.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub record: String,
+    pub hardware: String,
+    pub logs: usize,
+    pub logged_ms_per_step: f64,
+    pub predicted_ms_per_step: f64,
+    /// predicted / logged − 1.
+    pub error: f64,
+    pub fitted: bool,
+    pub same_math: Option<String>,
+}
+
+/// A consecutive pair whose logged train time moves by more than 2%.
+#[derive(Debug, Clone, Serialize)]
+pub struct Pair {
+    pub from: String,
+    pub to: String,
+    pub logged_delta: f64,
+    pub predicted_delta: f64,
+    pub sign_right: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub rows: Vec<Row>,
+    pub held_out: usize,
+    pub median_abs_error: f64,
+    pub pairs: Vec<Pair>,
+}
+
+pub fn report(cases: &[Case], fitted_on: &[String], f: &Fractions) -> Report {
+    let rows: Vec<Row> = cases
+        .iter()
+        .map(|c| {
+            let (logged, predicted) = (c.logged_s(), c.predicted_s(f));
+            let steps = c.timed_steps().max(1) as f64;
+            Row {
+                record: c.costed.id.to_string(),
+                hardware: c.costed.hardware.clone(),
+                logs: c.costed.logged.map_or(0, |l| l.logs),
+                logged_ms_per_step: logged * 1e3 / steps,
+                predicted_ms_per_step: predicted * 1e3 / steps,
+                error: predicted / logged - 1.0,
+                fitted: fitted_on.contains(&c.costed.id.to_string()),
+                same_math: c.costed.same_math.clone(),
+            }
+        })
+        .collect();
+    let mut errors: Vec<f64> = rows.iter().filter(|r| !r.fitted).map(|r| r.error.abs()).collect();
+    errors.sort_by(f64::total_cmp);
+    let median = match errors.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => errors[n / 2],
+        n => (errors[n / 2 - 1] + errors[n / 2]) / 2.0,
+    };
+    Report { held_out: errors.len(), median_abs_error: median, pairs: pairs(cases, f), rows }
+}
+
+/// Consecutive records of one track (in the table's order) whose logged time moves > 2%.
+fn pairs(cases: &[Case], f: &Fractions) -> Vec<Pair> {
+    cases
+        .windows(2)
+        .filter(|w| w[0].costed.id.is_main() == w[1].costed.id.is_main())
+        .filter_map(|w| {
+            let logged = w[1].logged_s() / w[0].logged_s() - 1.0;
+            let predicted = w[1].predicted_s(f) / w[0].predicted_s(f) - 1.0;
+            (logged.abs() > 0.02).then(|| Pair {
+                from: w[0].costed.id.to_string(),
+                to: w[1].costed.id.to_string(),
+                logged_delta: logged,
+                predicted_delta: predicted,
+                sign_right: predicted != 0.0 && predicted.signum() == logged.signum(),
+            })
+        })
+        .collect()
+}
