@@ -10,6 +10,7 @@ pub mod profile;
 pub mod run;
 pub mod series;
 pub mod text;
+pub mod toml_file;
 /// The trainer's recipe module (`src/recipe.rs`, `src/recipe/`), compiled into the CLI so a
 /// manifest is checked by the trainer's own rules before anything builds ([`recipe_check`]),
 /// and its step plan (`src/optim/schedule.rs`), which `records cost` counts each step from.

@@ -11,6 +11,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("logging", 0),
     ("trainer", 0),
     ("text", 0),
+    ("toml_file", 0),
     ("catalog", 1),
     ("series", 2),
     ("data", 2),

@@ -10,6 +10,7 @@ pub mod manifest_text;
 pub mod recipe_check;
 pub mod upstream_recipe;
 
+use crate::toml_file;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -219,7 +220,7 @@ impl Manifest {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let mut m: Manifest = toml::from_str(&text).map_err(|e| {
-            let line = e.span().map_or(0, |s| text[..s.start].matches('\n').count() + 1);
+            let line = toml_file::error_line(&text, &e);
             let at = quoted_line(&text, line);
             anyhow::anyhow!("{}: line {line}: {}{at}", path.display(), e.message().trim())
         })?;

@@ -4,6 +4,7 @@
 //! (`replay N --head`), so its schema holds every key any manifest may use. Both scales are
 //! read as the trainer reads them (the lab rule and `Recipe::validate` included), and an
 //! unknown key is named with its line and the nearest key the trainer has.
+use crate::toml_file;
 use crate::trainer::recipe::{Recipe, Scale};
 use serde::Deserialize;
 use std::collections::BTreeSet;
@@ -22,7 +23,7 @@ struct RecipeOnly {
 pub fn check(path: &Path, text: &str) -> Result<(), String> {
     let p = path.display();
     if let Err(e) = toml::from_str::<RecipeOnly>(text) {
-        let line = e.span().map_or(0, |s| text[..s.start].matches('\n').count() + 1);
+        let line = toml_file::error_line(text, &e);
         let message = e.message().trim();
         return Err(match unknown_key(message) {
             Some((key, expected)) => {

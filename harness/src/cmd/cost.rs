@@ -80,7 +80,7 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 fn json_of(c: &Costed, hw: &Hardware, gpus: usize, p: &Prediction) -> serde_json::Value {
-    let logged = c.logged.filter(|_| hw.matches.iter().any(|m| c.hardware.contains(m.as_str())));
+    let logged = c.logged_on(hw);
     serde_json::json!({
         "record": c.id.to_string(),
         "hardware": hw.key,
@@ -154,8 +154,7 @@ fn print_prediction(
         "\npredicted: {:.2} ms/step, {:.1} s of training",
         p.predicted_ms_per_step, p.predicted_train_time_s
     );
-    let same_machine = hw.matches.iter().any(|m| c.hardware.contains(m.as_str()));
-    if let Some(l) = c.logged.filter(|_| same_machine) {
+    if let Some(l) = c.logged_on(hw) {
         let what = match l.logs {
             0 => "the record table's time".to_string(),
             n => format!("mean of {n} logs"),

@@ -1,7 +1,8 @@
 //! What fraction of each peak the work achieves, and a fixed time per step: the model's only
 //! fitted numbers (six), fitted on at most six named records by `records cost --fit` and kept in
 //! `hardware/achieved.toml`. Every other record is held out (`records cost --validate`).
-use anyhow::{Context, Result};
+use crate::toml_file;
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -35,12 +36,7 @@ pub struct Achieved {
 
 pub fn read(root: &Path) -> Result<Achieved> {
     let path = root.join("hardware/achieved.toml");
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    let a: Achieved = toml::from_str(&text).map_err(|e| {
-        let line = e.span().map_or(0, |s| text[..s.start].matches('\n').count() + 1);
-        anyhow::anyhow!("{}:{line}: {}", path.display(), e.message().trim())
-    })?;
+    let (a, _): (Achieved, _) = toml_file::read(&path)?;
     anyhow::ensure!(
         a.fitted_on.len() <= MAX_FIT_RECORDS,
         "{}: fitted on {} records; at most {MAX_FIT_RECORDS}",

@@ -1,5 +1,6 @@
 //! A machine the time model runs on: `hardware/<name>.toml` at the checkout's root, one GPU's
 //! peaks with the source of each number.
+use crate::toml_file;
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -38,12 +39,7 @@ pub fn all(root: &Path) -> Result<Vec<Hardware>> {
 }
 
 fn read(path: &Path) -> Result<Hardware> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut hw: Hardware = toml::from_str(&text).map_err(|e| {
-        let line = e.span().map_or(0, |s| text[..s.start].matches('\n').count() + 1);
-        anyhow::anyhow!("{}:{line}: {}", path.display(), e.message().trim())
-    })?;
+    let (mut hw, _): (Hardware, _) = toml_file::read(path)?;
     hw.key = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     for field in ["bf16_tflops", "fp8_tflops", "memory_tb_s", "link_gb_s"] {
         if !hw.sources.contains_key(field) {

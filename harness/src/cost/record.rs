@@ -106,6 +106,13 @@ impl Costed {
         Ok((hardware::find(machines, model)?, gpus))
     }
 
+    /// Its logged time where `hw` is the machine that logged it: a time from another machine
+    /// checks nothing.
+    pub fn logged_on(&self, hw: &Hardware) -> Option<Logged> {
+        let same_machine = hw.matches.iter().any(|m| self.hardware.contains(m.as_str()));
+        self.logged.filter(|_| same_machine)
+    }
+
     /// Every timed step's work, gathered into stages of equal work, on `gpus` ranks.
     pub fn stages(&self, gpus: usize) -> Vec<Stage> {
         let r = &self.recipe;

@@ -136,10 +136,12 @@ pub struct Report {
 }
 
 pub fn report(cases: &[Case], fitted_on: &[String], f: &Fractions) -> Report {
+    // (logged, predicted) train time per case, counted once: a prediction walks every step.
+    let times: Vec<(f64, f64)> = cases.iter().map(|c| (c.logged_s(), c.predicted_s(f))).collect();
     let rows: Vec<Row> = cases
         .iter()
-        .map(|c| {
-            let (logged, predicted) = (c.logged_s(), c.predicted_s(f));
+        .zip(&times)
+        .map(|(c, &(logged, predicted))| {
             let steps = c.timed_steps().max(1) as f64;
             Row {
                 record: c.costed.id.to_string(),
@@ -160,20 +162,20 @@ pub fn report(cases: &[Case], fitted_on: &[String], f: &Fractions) -> Report {
         n if n % 2 == 1 => errors[n / 2],
         n => (errors[n / 2 - 1] + errors[n / 2]) / 2.0,
     };
-    Report { held_out: errors.len(), median_abs_error: median, pairs: pairs(cases, f), rows }
+    Report { held_out: errors.len(), median_abs_error: median, pairs: pairs(cases, &times), rows }
 }
 
 /// Consecutive records of one track (in the table's order) whose logged time moves > 2%.
-fn pairs(cases: &[Case], f: &Fractions) -> Vec<Pair> {
-    cases
-        .windows(2)
-        .filter(|w| w[0].costed.id.is_main() == w[1].costed.id.is_main())
-        .filter_map(|w| {
-            let logged = w[1].logged_s() / w[0].logged_s() - 1.0;
-            let predicted = w[1].predicted_s(f) / w[0].predicted_s(f) - 1.0;
+fn pairs(cases: &[Case], times: &[(f64, f64)]) -> Vec<Pair> {
+    let ids: Vec<&RecordId> = cases.iter().map(|c| &c.costed.id).collect();
+    (1..cases.len())
+        .filter(|&i| ids[i - 1].is_main() == ids[i].is_main())
+        .filter_map(|i| {
+            let ((l0, p0), (l1, p1)) = (times[i - 1], times[i]);
+            let (logged, predicted) = (l1 / l0 - 1.0, p1 / p0 - 1.0);
             (logged.abs() > 0.02).then(|| Pair {
-                from: w[0].costed.id.to_string(),
-                to: w[1].costed.id.to_string(),
+                from: ids[i - 1].to_string(),
+                to: ids[i].to_string(),
                 logged_delta: logged,
                 predicted_delta: predicted,
                 sign_right: predicted != 0.0 && predicted.signum() == logged.signum(),
