@@ -231,3 +231,64 @@ fn embedding_tables(r: &Recipe) -> f64 {
 fn bigram_rows(r: &Recipe) -> f64 {
     r.bigram_hash.as_ref().map_or(0.0, |b| (b.rows_per_vocab * r.padded_vocab_size) as f64)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trainer::optim::schedule::Schedule;
+    use crate::trainer::recipe::Scale;
+    use std::path::Path;
+
+    fn full_recipe(record: &str) -> Recipe {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../records").join(record);
+        let text = std::fs::read_to_string(&path).unwrap();
+        Recipe::from_manifest_str(&text, Scale::Full, None).unwrap()
+    }
+
+    /// The first timed step's work, on the record's own ranks.
+    fn first_timed(r: &Recipe) -> (Work, usize) {
+        let (shapes, schedule) = (Shapes::of(r), Schedule::new(r));
+        let plan = (0..schedule.steps()).map(|s| schedule.at(s)).find(|p| p.timed).unwrap();
+        (step(r, &shapes, &plan), tokens_per_rank(r, &shapes, &plan))
+    }
+
+    #[test]
+    fn record_1_s_matmuls_are_six_n_t_and_its_attention_the_causal_tiles() {
+        let r = full_recipe("01.toml");
+        let (w, tokens) = first_timed(&r);
+        assert_eq!(tokens, 524_288 / 8);
+        let (t, c, v) = (tokens as f64, 768.0, 50_304.0);
+        // N: each block's qkv (3C²), out (C²), MLP (4C² twice); the tied head (C·V).
+        let n = 12.0 * 12.0 * c * c + c * v;
+        assert_eq!(w.matmul_bf16_flops, 6.0 * n * t);
+        assert_eq!(w.matmul_fp8_flops, 0.0);
+        // Rows of 1,024 attend causally across documents: 8 query tiles see 1+2+...+8 = 36
+        // tiles of 128², at 4·C per pair forward (QKᵀ, PV) and 2.5 forwards back.
+        let rows = t / 1024.0;
+        let pairs = rows * 36.0 * 128.0 * 128.0;
+        assert_eq!(w.attention_flops, 12.0 * pairs * 4.0 * c * 3.5);
+        // AdamW on every parameter (no Muon): no orthogonalisation, every rank updates all.
+        assert_eq!(w.orthogonalisation_flops, 0.0);
+    }
+
+    #[test]
+    fn record_84_s_fp8_is_the_head_and_the_up_projection_s_forward() {
+        let r = full_recipe("84.toml");
+        assert!(r.fp8_mlp_up && r.fp8_head.is_some());
+        let (w, tokens) = first_timed(&r);
+        let (t, c, v) = (tokens as f64, r.n_embd as f64, r.padded_vocab_size as f64);
+        let mlps = Shapes::of(&r).layers.iter().filter(|l| l.mlp).count() as f64;
+        // The head: forward and both gradients (6·C·V per token); the up-projection (C→4C):
+        // its forward only (2·C·4C per token).
+        let fp8 = 6.0 * c * v * t + mlps * 2.0 * c * 4.0 * c * t;
+        assert!((w.matmul_fp8_flops - fp8).abs() < 1e-9 * fp8, "{} vs {fp8}", w.matmul_fp8_flops);
+        // Turning FP8 off moves those FLOPs to bf16 and changes nothing else.
+        let mut bf16 = r.clone();
+        (bf16.fp8_mlp_up, bf16.fp8_head) = (false, None);
+        let (b, _) = first_timed(&bf16);
+        assert_eq!(b.matmul_fp8_flops, 0.0);
+        let total = w.matmul_bf16_flops + w.matmul_fp8_flops;
+        assert!((b.matmul_bf16_flops - total).abs() < 1e-9 * total);
+        assert_eq!((b.attention_flops, b.other_bytes), (w.attention_flops, w.other_bytes));
+    }
+}

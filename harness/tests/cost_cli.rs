@@ -1,0 +1,123 @@
+//! `records cost` end to end: a record's predicted step moves exactly where one of its recipe
+//! keys does. Each case edits one key of #29's manifest in a copy of the catalog and compares
+//! the per-stage work that `records cost 29 --format json` prints with the unedited one's.
+mod sandbox;
+
+use sandbox::{checkout, Sandbox};
+use serde_json::Value;
+use std::path::Path;
+
+/// The work fields of a stage, as `--format json` names them.
+const FIELDS: [&str; 7] = [
+    "matmul_bf16_flops",
+    "matmul_fp8_flops",
+    "attention_flops",
+    "orthogonalisation_flops",
+    "other_bytes",
+    "optimizer_bytes",
+    "comm_bytes",
+];
+
+/// A catalog of its own: what `records cost` reads (the manifests, the hardware files).
+fn catalog_copy() -> tempfile::TempDir {
+    let (from, to) = (checkout(), tempfile::tempdir().unwrap());
+    for dir in ["records", "hardware", "patches"] {
+        std::fs::create_dir_all(to.path().join(dir)).unwrap();
+        for e in std::fs::read_dir(from.join(dir)).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_file() {
+                std::fs::copy(e.path(), to.path().join(dir).join(e.file_name())).unwrap();
+            }
+        }
+    }
+    std::fs::copy(from.join("Cargo.toml"), to.path().join("Cargo.toml")).unwrap();
+    to
+}
+
+fn cost_29(root: &Path) -> Value {
+    let sandbox = Sandbox::new();
+    let out = sandbox.records_at(root).args(["cost", "29", "--format", "json"]).output().unwrap();
+    assert!(out.status.success(), "records cost 29: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// #29's prediction with the first line of its manifest that starts with `key =` (the
+/// `[recipe]` section's, which comes before `[lab]`) replaced by `line`.
+fn cost_29_with(key: &str, line: &str) -> Value {
+    let root = catalog_copy();
+    let path = root.path().join("records/29.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let at = text.find(&format!("\n{key} =")).unwrap_or_else(|| panic!("#29 has no {key}")) + 1;
+    let end = at + text[at..].find('\n').unwrap();
+    std::fs::write(&path, format!("{}{line}{}", &text[..at], &text[end..])).unwrap();
+    cost_29(root.path())
+}
+
+/// Each stage's work field, over all stages.
+fn field(v: &Value, name: &str) -> Vec<f64> {
+    let stages = v["stages"].as_array().unwrap();
+    stages.iter().map(|s| s["work"][name].as_f64().unwrap()).collect()
+}
+
+/// The fields whose value differs in some stage, with the edited/unedited ratio of their sums.
+fn moved(base: &Value, edited: &Value) -> Vec<(&'static str, f64)> {
+    assert_eq!(
+        base["stages"].as_array().unwrap().len(),
+        edited["stages"].as_array().unwrap().len(),
+        "the edit changed the stages"
+    );
+    FIELDS
+        .iter()
+        .filter(|f| field(base, f) != field(edited, f))
+        .map(|&f| (f, field(edited, f).iter().sum::<f64>() / field(base, f).iter().sum::<f64>()))
+        .collect()
+}
+
+fn names(m: &[(&'static str, f64)]) -> Vec<&'static str> {
+    m.iter().map(|(f, _)| *f).collect()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-12 * b.abs().max(1.0)
+}
+
+#[test]
+fn each_recipe_key_moves_only_its_own_work() {
+    let base = cost_29(catalog_copy().path());
+
+    // Every attention layer on the long window: attention alone grows.
+    let m = moved(&base, &cost_29_with("attn_layers", r#"attn_layers = "LLLLLLL-LLLL""#));
+    assert_eq!(names(&m), ["attention_flops"]);
+    assert!(m[0].1 > 1.0, "{m:?}");
+
+    // One more Newton–Schulz iteration: the orthogonalisation, by 6/5.
+    let m = moved(&base, &cost_29_with("muon", "muon = { lr = 0.05, weight_decay = 0.0, ns_steps = 6, momentum = 0.95, momentum_start = 0.85, momentum_warmup = 300 }"));
+    assert_eq!(names(&m), ["orthogonalisation_flops"]);
+    assert!(close(m[0].1, 6.0 / 5.0), "{m:?}");
+
+    // Embeddings kept in fp32: only what the ranks send.
+    let m = moved(&base, &cost_29_with("bf16_embeddings", "bf16_embeddings = false"));
+    assert_eq!(names(&m), ["comm_bytes"]);
+
+    // A bf16 head instead of FP8: the head's FLOPs change dtype, the total stays.
+    let edited = cost_29_with("fp8_head", "# no fp8_head");
+    let m = moved(&base, &edited);
+    assert_eq!(names(&m), ["matmul_bf16_flops", "matmul_fp8_flops"]);
+    let total = |v: &Value| -> f64 {
+        let (a, b) = (field(v, "matmul_bf16_flops"), field(v, "matmul_fp8_flops"));
+        a.iter().chain(&b).sum()
+    };
+    assert!(close(total(&edited), total(&base)));
+    assert_eq!(field(&edited, "matmul_fp8_flops").iter().sum::<f64>(), 0.0);
+
+    // Twice the batch: every per-token work doubles, the optimizer's and the comms' do not.
+    let m = moved(&base, &cost_29_with("batch_tokens", "batch_tokens = 786432"));
+    let per_token = ["matmul_bf16_flops", "matmul_fp8_flops", "attention_flops", "other_bytes"];
+    assert_eq!(names(&m), per_token);
+    assert!(m.iter().all(|(_, r)| close(*r, 2.0)), "{m:?}");
+
+    // Validation steps are untimed: validating half as often changes no timed step.
+    let edited = cost_29_with("val_every", "val_every = 250");
+    assert!(moved(&base, &edited).is_empty());
+    assert_eq!(edited["predicted_ms_per_step"], base["predicted_ms_per_step"]);
+}
