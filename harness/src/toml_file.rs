@@ -8,15 +8,14 @@ pub fn error_line(text: &str, error: &toml::de::Error) -> usize {
     error.span().map_or(0, |s| text[..s.start.min(text.len())].matches('\n').count() + 1)
 }
 
-/// `path` parsed as a `T`, and its text; a parse error names the file and line.
-pub fn read<T: DeserializeOwned>(path: &Path) -> Result<(T, String)> {
+/// `path` parsed as a `T`; a parse error names the file and line.
+pub fn read<T: DeserializeOwned>(path: &Path) -> Result<T> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let value = toml::from_str(&text).map_err(|e| {
+    toml::from_str(&text).map_err(|e| {
         let line = error_line(&text, &e);
         anyhow::anyhow!("{}:{line}: {}", path.display(), e.message().trim())
-    })?;
-    Ok((value, text))
+    })
 }
 
 #[cfg(test)]
@@ -38,6 +37,6 @@ mod tests {
         let err = read::<Two>(&path).unwrap_err().to_string();
         assert!(err.starts_with(&format!("{}:3: ", path.display())), "{err}");
         std::fs::write(&path, "a = 1\nb = 2\n").unwrap();
-        assert_eq!(read::<Two>(&path).unwrap().0.b, 2);
+        assert_eq!(read::<Two>(&path).unwrap().b, 2);
     }
 }

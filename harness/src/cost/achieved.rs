@@ -36,7 +36,7 @@ pub struct Achieved {
 
 pub fn read(root: &Path) -> Result<Achieved> {
     let path = root.join("hardware/achieved.toml");
-    let (a, _): (Achieved, _) = toml_file::read(&path)?;
+    let a: Achieved = toml_file::read(&path)?;
     anyhow::ensure!(
         a.fitted_on.len() <= MAX_FIT_RECORDS,
         "{}: fitted on {} records; at most {MAX_FIT_RECORDS}",

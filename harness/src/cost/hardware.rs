@@ -39,7 +39,7 @@ pub fn all(root: &Path) -> Result<Vec<Hardware>> {
 }
 
 fn read(path: &Path) -> Result<Hardware> {
-    let (mut hw, _): (Hardware, _) = toml_file::read(path)?;
+    let mut hw: Hardware = toml_file::read(path)?;
     hw.key = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     for field in ["bf16_tflops", "fp8_tflops", "memory_tb_s", "link_gb_s"] {
         if !hw.sources.contains_key(field) {

@@ -167,15 +167,15 @@ pub fn report(cases: &[Case], fitted_on: &[String], f: &Fractions) -> Report {
 
 /// Consecutive records of one track (in the table's order) whose logged time moves > 2%.
 fn pairs(cases: &[Case], times: &[(f64, f64)]) -> Vec<Pair> {
-    let ids: Vec<&RecordId> = cases.iter().map(|c| &c.costed.id).collect();
+    let id = |i: usize| &cases[i].costed.id;
     (1..cases.len())
-        .filter(|&i| ids[i - 1].is_main() == ids[i].is_main())
+        .filter(|&i| id(i - 1).is_main() == id(i).is_main())
         .filter_map(|i| {
             let ((l0, p0), (l1, p1)) = (times[i - 1], times[i]);
             let (logged, predicted) = (l1 / l0 - 1.0, p1 / p0 - 1.0);
             (logged.abs() > 0.02).then(|| Pair {
-                from: ids[i - 1].to_string(),
-                to: ids[i].to_string(),
+                from: id(i - 1).to_string(),
+                to: id(i).to_string(),
                 logged_delta: logged,
                 predicted_delta: predicted,
                 sign_right: predicted != 0.0 && predicted.signum() == logged.signum(),
