@@ -121,3 +121,66 @@ fn each_recipe_key_moves_only_its_own_work() {
     assert!(moved(&base, &edited).is_empty());
     assert_eq!(edited["predicted_ms_per_step"], base["predicted_ms_per_step"]);
 }
+
+/// `records cost N --format json`'s predicted ms per step, with `extra` arguments.
+fn predicted_ms(sandbox: &Sandbox, n: &str, extra: &[&str]) -> f64 {
+    let out = sandbox.run(&[&["cost", n, "--format", "json"][..], extra].concat());
+    assert!(out.status.success(), "records cost {n}: {}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["predicted_ms_per_step"].as_f64().unwrap()
+}
+
+/// `+4.24 ms (+7.5%)` from `a` to `b`, as the pages print a predicted change.
+fn change(a: f64, b: f64) -> String {
+    let d = b - a;
+    format!("{d:+.2} ms ({:+.1}%)", 100.0 * d / a).replace('-', "\u{2212}")
+}
+
+#[test]
+fn review_and_diff_print_the_step_that_cost_predicts_and_its_change() {
+    let sandbox = Sandbox::new();
+    let (p63, p80, p84) = (
+        predicted_ms(&sandbox, "63", &[]),
+        predicted_ms(&sandbox, "80", &[]),
+        predicted_ms(&sandbox, "84", &[]),
+    );
+    let text = |args: &[&str]| {
+        let out = sandbox.run(args);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let review = text(&["review", "84"]);
+    let want = format!("{p84:.2} ms/step on 8×H100 SXM, {} vs #63 ({p63:.2} ms)", change(p63, p84));
+    assert!(review.contains(&want), "{want}\n{review}");
+    assert!(review.contains("not measured"), "labelled predicted: {review}");
+    // An upstream record inside a step is reviewed against the record before it.
+    let review80 = text(&["review", "80"]);
+    assert!(review80.contains(&format!("Predicted step: {p80:.2} ms/step")), "{review80}");
+    let diff = text(&["diff", "80", "84", "--recipe"]);
+    let row = diff.lines().find(|l| l.contains("predicted step (8×H100 SXM; time model)")).unwrap();
+    assert!(row.contains(&change(p80, p84)), "{row}");
+}
+
+#[test]
+fn a_range_predicts_each_record_as_cost_n_does_on_the_machine_asked_for() {
+    let sandbox = Sandbox::new();
+    let rows = |extra: &[&str]| -> Vec<Value> {
+        let out = sandbox.run(&[&["cost", "a1", "a6", "--format", "json"][..], extra].concat());
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let own = rows(&[]);
+    let names: Vec<&str> = own.iter().map(|r| r["record"].as_str().unwrap()).collect();
+    assert_eq!(names, ["a1", "a2", "a3", "a4", "a5", "a6"]);
+    let h100 = ["--hardware", "h100-sxm", "--gpus", "8"];
+    let on_h100 = rows(&h100);
+    for (a, b) in own.iter().zip(&on_h100) {
+        let n = a["record"].as_str().unwrap();
+        assert_eq!(a["predicted_ms_per_step"].as_f64().unwrap(), predicted_ms(&sandbox, n, &[]));
+        assert_eq!(b["predicted_ms_per_step"].as_f64().unwrap(), predicted_ms(&sandbox, n, &h100));
+        // Logged on 2×RTX 4090: the range shows it there, and not beside the H100's figure.
+        assert!(a["logged_train_time_s"].as_f64().is_some(), "{a}");
+        assert!(b["logged_train_time_s"].is_null(), "{b}");
+        assert_eq!(b["machine"], "8×H100 SXM");
+    }
+}

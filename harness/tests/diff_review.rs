@@ -92,6 +92,8 @@ fn review_text_reads_like_a_pull_request() {
     let f = Fixture::new();
     let text = run_ok(&f, &["review", "29"]);
     assert!(text.starts_with("Record #29: Record 29 title\n"), "{text}");
+    // The fixture has no hardware/: the review still reads, and says why nothing is predicted.
+    assert!(text.contains("Predicted step: not predicted: reading "), "{text}");
     assert!(
         text.contains(
             "PR:             #129 https://github.com/KellerJordan/modded-nanogpt/pull/129"

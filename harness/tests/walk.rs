@@ -3,6 +3,8 @@
 //! the charts and walk.json), on the real manifests and patches.
 use records::catalog::upstream_recipe::recipe_at;
 use records::catalog::{lab_steps_rule, Catalog};
+use records::cost::model::Model;
+use records::present::predicted;
 use records::run::walk::{self, Run, Walk};
 use records::series::{apply, Series};
 use records::text::figures;
@@ -113,6 +115,15 @@ fn a_walk_over_kept_runs_reuses_them_and_pairs_the_deltas_by_seed() {
     let w = Walk::load(results, 62, 63, 7).unwrap().expect("walk.json written");
     assert_eq!(w.seeds, [5, 6]);
     assert_eq!(w.stops.iter().map(|s| s.number).collect::<Vec<_>>(), [62, 63]);
+    // Each stop carries the time model's step for its record, and the table its change.
+    let model = Model::load(copy.path()).unwrap();
+    let (p62, p63) =
+        (model.predict(&catalog, 62.into()).unwrap(), model.predict(&catalog, 63.into()).unwrap());
+    assert_eq!(w.stops[0].predicted.as_ref(), Some(&p62));
+    assert_eq!(w.stops[1].predicted.as_ref(), Some(&p63));
+    let d = predicted::delta(&p62, &p63);
+    let row63 = text.lines().find(|l| l.starts_with("| #63 ")).unwrap();
+    assert!(row63.contains(&format!(" {d} |")), "{d}: {text}");
     let dir = Walk::dir(results, 62, 63, 7);
     for svg in ["loss.svg", "time.svg"] {
         let text = std::fs::read_to_string(dir.join(svg)).unwrap();
@@ -126,6 +137,7 @@ fn a_walk_over_kept_runs_reuses_them_and_pairs_the_deltas_by_seed() {
     assert!(page.contains("Walk from #62 (ours, lab scale)"), "{page}");
     assert!(page.contains("<code>records walk 62 63 --runs 2</code>"), "{page}");
     assert!(page.contains("<a href=\"62.html\">#62 ") && page.contains(&paired));
+    assert!(page.contains(&d) && page.contains("Predicted step"), "{page}");
     let walk_section = &page[page.find("id=\"walk\"").unwrap()..page.find("<h2>Changes").unwrap()];
     assert_eq!(walk_section.matches("<figure class=\"curve\"").count(), 2);
     // A page per upstream record inside a step: the keys it set, its commit, its logs.

@@ -1,5 +1,6 @@
 //! `records cost N`: record N's training step on a simulated machine, predicted from its
-//! recipe; `records cost --validate`: the model against every upstream log; `--fit`: the six
+//! recipe; `records cost A B`: every record from A to B in one table (Act 1 on its 2×RTX 4090,
+//! or on 8×H100 with `--hardware h100-sxm --gpus 8`); `records cost --validate`: the model against every upstream log; `--fit`: the six
 //! achieved fractions fitted on the records `hardware/achieved.toml` names.
 use anyhow::{bail, Result};
 use records::catalog::RecordId;
@@ -8,12 +9,16 @@ use records::cost::hardware::{self, Hardware};
 use records::cost::record::{self, Costed, Prediction};
 use records::cost::validate::{self, Report};
 use records::paths;
+use records::text::figures;
 use records::text::table::{Format, Table};
 
 #[derive(clap::Args)]
 pub struct Args {
     /// Record (29, a3), or an upstream record inside a step (`list --all`).
     pub record: Option<RecordId>,
+    /// With it: every record from RECORD to TO on one track, a row each.
+    #[arg(conflicts_with_all = ["validate", "fit"])]
+    pub to: Option<RecordId>,
     /// The machine, a file of hardware/ (h100-sxm, h200, rtx-4090) [default: the record's].
     #[arg(long)]
     pub hardware: Option<String>,
@@ -64,6 +69,14 @@ pub fn run(args: Args) -> Result<()> {
         return Ok(());
     }
     let Some(id) = args.record else { bail!("name a record (records cost 84), or --validate") };
+    if let Some(to) = args.to {
+        let rows = range(&catalog, (id, to), (&machines, &args), &achieved)?;
+        match json {
+            true => println!("{}", serde_json::to_string_pretty(&rows)?),
+            false => print_range(&rows, &achieved, format),
+        }
+        return Ok(());
+    }
     let costed = record::of(&catalog, id)?;
     let (own, own_gpus) = costed.machine(&machines)?;
     let hw = match &args.hardware {
@@ -77,6 +90,109 @@ pub fn run(args: Args) -> Result<()> {
         false => print_prediction(&costed, hw, gpus, &p, &achieved, format),
     }
     Ok(())
+}
+
+/// One record of a range on the machine asked for (or its own).
+#[derive(serde::Serialize)]
+struct RangeRow {
+    record: String,
+    title: String,
+    machine: String,
+    timed_steps: u64,
+    predicted_ms_per_step: f64,
+    predicted_train_time_s: f64,
+    /// Where the record was logged on this machine.
+    logged_train_time_s: Option<f64>,
+}
+
+fn range(
+    catalog: &records::catalog::Catalog,
+    (from, to): (RecordId, RecordId),
+    (machines, args): (&[Hardware], &Args),
+    achieved: &Achieved,
+) -> Result<Vec<RangeRow>> {
+    let mut rows = Vec::new();
+    for id in records::run::walk::stops(catalog, from, to)? {
+        let c = record::of(catalog, id)?;
+        let (own, own_gpus) = c.machine(machines)?;
+        let hw = match &args.hardware {
+            Some(key) => hardware::find(machines, key)?,
+            None => own,
+        };
+        let gpus = args.gpus.unwrap_or(own_gpus);
+        let p = c.predict(hw, gpus, &achieved.fractions);
+        rows.push(RangeRow {
+            record: id.to_string(),
+            title: c.title.clone(),
+            machine: format!("{gpus}×{}", hw.name),
+            timed_steps: p.timed_steps,
+            predicted_ms_per_step: p.predicted_ms_per_step,
+            predicted_train_time_s: p.predicted_train_time_s,
+            logged_train_time_s: c
+                .logged_on(hw)
+                .filter(|_| gpus == own_gpus)
+                .map(|l| l.train_time_s),
+        });
+    }
+    Ok(rows)
+}
+
+fn print_range(rows: &[RangeRow], a: &Achieved, format: Format) {
+    let machines: std::collections::BTreeSet<_> = rows.iter().map(|r| r.machine.as_str()).collect();
+    let on: Vec<_> = machines.into_iter().collect();
+    println!("# Predicted on {}, counted from each recipe", on.join(", "));
+    println!(
+        "(achieved fractions fitted on {}; logged: upstream's, on this machine only)\n",
+        a.fitted_on.join(" ")
+    );
+    let mut t = Table::new([
+        "record",
+        "timed steps",
+        "predicted ms/step",
+        "Δ predicted/step",
+        "predicted train time",
+        "logged train time",
+        "predicted/logged",
+    ]);
+    for (i, r) in rows.iter().enumerate() {
+        let delta = match i {
+            0 => String::new(),
+            _ => {
+                let b = rows[i - 1].predicted_ms_per_step;
+                let d = r.predicted_ms_per_step - b;
+                format!("{} ({})", figures::ms_delta(d), figures::pct_delta(100.0 * d / b))
+            }
+        };
+        let logged = r.logged_train_time_s;
+        t.row([
+            format!("{} {}", r.record, clip(&r.title, 36)),
+            r.timed_steps.to_string(),
+            format!("{:.2}", r.predicted_ms_per_step),
+            delta,
+            duration(r.predicted_train_time_s),
+            logged.map_or("-".into(), duration),
+            logged.map_or("-".into(), |l| {
+                figures::pct_delta(100.0 * (r.predicted_train_time_s / l - 1.0))
+            }),
+        ]);
+    }
+    println!("{}", t.render(format));
+}
+
+/// `83.9 s`, `23.3 min`, `8.13 h`: a train time at the scale a reader thinks in.
+fn duration(s: f64) -> String {
+    match s {
+        s if s < 600.0 => format!("{s:.1} s"),
+        s if s < 3.0 * 3600.0 => format!("{:.1} min", s / 60.0),
+        s => format!("{:.2} h", s / 3600.0),
+    }
+}
+
+fn clip(s: &str, n: usize) -> String {
+    match s.chars().count() > n {
+        true => format!("{}…", s.chars().take(n - 1).collect::<String>()),
+        false => s.to_string(),
+    }
 }
 
 fn json_of(c: &Costed, hw: &Hardware, gpus: usize, p: &Prediction) -> serde_json::Value {

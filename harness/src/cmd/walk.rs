@@ -3,6 +3,7 @@
 //! a table and charts of what each one bought.
 use anyhow::{Context, Result};
 use records::catalog::{Catalog, Manifest, RecordId};
+use records::cost::model::Model;
 use records::data::corpora;
 use records::present::plot::{self, svg};
 use records::present::walk as show;
@@ -58,6 +59,7 @@ pub fn run(args: Args) -> Result<()> {
     let cpu = lab_target::this_cpu();
 
     let mut stops = stops_of(&root, &catalog, &manifests, steps)?;
+    walk::predict(&mut stops, &catalog, &Model::load(&root)?)?;
     let plan = plan_runs(&results, &stops, &manifests, &seeds, steps)?;
     let missing = plan.iter().flatten().filter(|(_, kept)| kept.is_none()).count();
     println!(
@@ -134,6 +136,7 @@ fn stops_of(
             same_math,
             same_at_lab,
             official_s: m.record.official_time_s,
+            predicted: None,
             tree,
             runs: Vec::new(),
         });

@@ -73,7 +73,8 @@ pub fn of(catalog: &Catalog, id: RecordId) -> Result<Costed> {
     from_manifest(&m, same_math)
 }
 
-fn from_manifest(m: &Manifest, same_math: Option<String>) -> Result<Costed> {
+/// `m` at full scale, read as its trainer reads it; `same_math` is its row's reason, if any.
+pub fn from_manifest(m: &Manifest, same_math: Option<String>) -> Result<Costed> {
     // Read as the trainer reads a manifest at full scale (its `Recipe::validate` included).
     let mut view = toml::Table::new();
     view.insert("recipe".into(), toml::Value::Table(m.recipe.clone()));

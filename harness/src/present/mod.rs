@@ -3,6 +3,7 @@
 pub mod diff;
 pub mod pager;
 pub mod plot;
+pub mod predicted;
 pub mod report;
 pub mod review;
 pub mod site;

@@ -6,7 +6,9 @@
 //! committed the port.
 use crate::catalog::upstream_recipe::{self, Step};
 use crate::catalog::{Catalog, Manifest, Note, RecordId, Track, SERIES, TARGET_VAL_LOSS};
+use crate::cost::model::Model;
 use crate::present::diff::Paint;
+use crate::present::predicted;
 use crate::series::mailbox::Commit;
 use crate::series::patch::{self, FilePatch};
 use crate::series::{apply, tree, Series};
@@ -25,9 +27,11 @@ pub type Spot = (usize, usize, usize, usize);
 /// Renders the review of record `n`.
 pub fn render(root: &Path, n: RecordId, format: Format, paint: Paint) -> Result<String> {
     let catalog = Catalog::load(root)?;
+    let model = Model::load(root);
     let inside = n.is_main() && !SERIES.contains(&n.n);
     if let Some(step) = inside.then(|| upstream_recipe::step(&catalog, n.n)).flatten() {
-        return render_upstream(root, &step, format, paint);
+        let predicted = predicted::line_for(&model, &catalog, n, Some(step.parent));
+        return render_upstream(root, (&step, &predicted), format, paint);
     }
     let series = Series::load(root)?;
     let m = catalog.get(n)?;
@@ -38,8 +42,9 @@ pub fn render(root: &Path, n: RecordId, format: Format, paint: Paint) -> Result<
     let (placed, loose) = place_notes(&m.notes, &parsed);
     let md = format == Format::Markdown;
     let paint = if md { Paint(false) } else { paint };
+    let predicted = predicted::line_for(&model, &catalog, n, parent.map(|p| p.id()));
     let mut out = String::new();
-    header(&mut out, m, parent, md, paint);
+    header(&mut out, (m, parent), &predicted, md, paint);
     section(&mut out, "Claim", md, paint);
     writeln!(out, "{}\n", m.record.claim.trim())?;
     section(&mut out, "Changes", md, paint);
@@ -92,7 +97,12 @@ pub fn render(root: &Path, n: RecordId, format: Format, paint: Paint) -> Result<
 
 /// Upstream record K inside a record's step: its facts, then its one commit of the record's
 /// patch with the notes that land in it.
-fn render_upstream(root: &Path, step: &Step, format: Format, paint: Paint) -> Result<String> {
+fn render_upstream(
+    root: &Path,
+    (step, predicted): (&Step, &str),
+    format: Format,
+    paint: Paint,
+) -> Result<String> {
     let (m, u) = (step.holder, step.row);
     let n = m.id();
     let series = Series::load(root)?;
@@ -110,12 +120,14 @@ fn render_upstream(root: &Path, step: &Step, format: Format, paint: Paint) -> Re
     section(&mut out, &format!("Upstream #{}: {}", u.number, u.title), md, paint);
     writeln!(
         out,
-        "{}, {}, {} on 8xH100 (upstream's); commit {} of {} in record {n}'s patch\n",
+        "{}, {}, {} on 8xH100 (upstream's); commit {} of {} in record {n}'s patch\n\
+         Predicted step: {predicted} ({})\n",
         u.credit(),
         u.date,
         u.time_text,
         k + 1,
-        commits.len()
+        commits.len(),
+        predicted::LABEL
     )?;
     let credit = upstream_credit(m, &commits[k].subject);
     commit_view(&mut out, (k, commits.len(), &credit), &commits[k], &parsed[k], &placed, md, paint);
@@ -130,7 +142,13 @@ fn section(out: &mut String, title: &str, md: bool, paint: Paint) {
     }
 }
 
-fn header(out: &mut String, m: &Manifest, parent: Option<&Manifest>, md: bool, paint: Paint) {
+fn header(
+    out: &mut String,
+    (m, parent): (&Manifest, Option<&Manifest>),
+    predicted: &str,
+    md: bool,
+    paint: Paint,
+) {
     let r = &m.record;
     let pr = match r.pr {
         Some(pr) => format!("#{pr} {}", r.link),
@@ -154,6 +172,7 @@ fn header(out: &mut String, m: &Manifest, parent: Option<&Manifest>, md: bool, p
         ("Date", r.date.clone()),
         ("Official time", time),
         ("Steps", r.steps.to_string()),
+        ("Predicted step", format!("{predicted} ({})", predicted::LABEL)),
     ];
     if md {
         out.push_str(&format!("# Record {}: {}\n\n", r.id(), r.title));

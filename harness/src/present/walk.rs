@@ -1,10 +1,12 @@
 //! A walk as a person reads it: a table of what each record changed and what it bought (the
-//! official time, ours: the lab val loss at equal steps), and two charts over the records, the
-//! lab loss stepping down (or up) beside upstream's time stepping down.
+//! official time; the predicted time per step, from the time model; ours: the lab val loss at
+//! equal steps), so a reader sees whether a change bought steps, time per step, or both; and two
+//! charts over the records, the lab loss stepping down (or up) beside upstream's time.
 use super::plot::{Chart, Curve, Source, Target, XAxis, YAxis};
+use super::predicted;
 use crate::catalog::RecordId;
-use crate::run::walk::Walk;
-use crate::text::figures::{loss, loss_delta, secs, secs_delta};
+use crate::run::walk::{Stop, Walk};
+use crate::text::figures::{loss, loss_delta, ms, secs, secs_delta};
 use crate::text::table::{Format, Table};
 use crate::verdict::stats;
 
@@ -13,8 +15,17 @@ fn hardware(walk: &Walk) -> String {
     walk.from.track.def().hardware.replacen('x', "×", 1)
 }
 
+/// The table's columns.
+pub const COLUMNS: usize = 7;
+
+/// The machine the stops' steps are predicted on (each on its own: one per track).
+fn machine(walk: &Walk) -> String {
+    let named = walk.stops.iter().find_map(|s| s.predicted.as_ref());
+    named.map_or_else(|| hardware(walk), |p| p.machine.clone())
+}
+
 /// The table's header, for `walk` of `runs` seeds at `steps`.
-pub fn header(walk: &Walk) -> [String; 6] {
+pub fn header(walk: &Walk) -> [String; COLUMNS] {
     let runs = walk.seeds.len();
     let per = if runs > 1 { format!(", mean ± sd of {runs} seeds") } else { String::new() };
     [
@@ -22,6 +33,7 @@ pub fn header(walk: &Walk) -> [String; 6] {
         "what changed".to_string(),
         format!("official ({})", hardware(walk)),
         "Δ official".to_string(),
+        format!("Δ predicted/step ({})", machine(walk)),
         format!("lab val @{} (ours{per})", walk.steps),
         "Δ lab (ours, paired by seed)".to_string(),
     ]
@@ -29,7 +41,7 @@ pub fn header(walk: &Walk) -> [String; 6] {
 
 /// One row per stop: the record, what it changed, its official time and delta, our lab val
 /// loss and its delta from the stop before.
-pub fn rows(walk: &Walk) -> Vec<[String; 6]> {
+pub fn rows(walk: &Walk) -> Vec<[String; COLUMNS]> {
     (walk.stops.iter().enumerate())
         .map(|(i, s)| {
             let changed = match (i, s.same_math, s.same_at_lab) {
@@ -38,10 +50,12 @@ pub fn rows(walk: &Walk) -> Vec<[String; 6]> {
                 (_, _, true) => format!("= at lab scale: {}", s.changed),
                 _ => s.changed.clone(),
             };
-            let (d_official, d_lab) = match i {
-                0 => (String::new(), String::new()),
-                _ => (
-                    secs_delta(s.official_s - walk.stops[i - 1].official_s),
+            let before = i.checked_sub(1).map(|b| &walk.stops[b]);
+            let (d_official, d_predicted, d_lab) = match before {
+                None => (String::new(), own_predicted(s), String::new()),
+                Some(b) => (
+                    secs_delta(s.official_s - b.official_s),
+                    predicted_delta(b, s),
                     spread(&walk.deltas(i), loss_delta),
                 ),
             };
@@ -50,6 +64,7 @@ pub fn rows(walk: &Walk) -> Vec<[String; 6]> {
                 changed,
                 secs(s.official_s),
                 d_official,
+                d_predicted,
                 spread(&s.losses(), loss),
                 d_lab,
             ]
@@ -57,11 +72,33 @@ pub fn rows(walk: &Walk) -> Vec<[String; 6]> {
         .collect()
 }
 
+/// The first stop's predicted step, where the deltas below it start.
+fn own_predicted(s: &Stop) -> String {
+    s.predicted.as_ref().map_or(String::new(), |p| format!("{}/step", ms(p.ms_per_step)))
+}
+
+/// `+4.24 ms (+7.5%)`, or `-` where a stop has no prediction.
+fn predicted_delta(before: &Stop, after: &Stop) -> String {
+    match (&before.predicted, &after.predicted) {
+        (Some(b), Some(a)) => predicted::delta(b, a),
+        _ => "-".into(),
+    }
+}
+
 /// The whole way from the first stop to the last, in one line.
 pub fn total(walk: &Walk) -> String {
     let (a, b) = (&walk.stops[0], &walk.stops[walk.stops.len() - 1]);
+    let per_step = match (&a.predicted, &b.predicted) {
+        (Some(pa), Some(pb)) => format!(
+            ", predicted step {} ({} -> {})",
+            predicted::delta(pa, pb),
+            ms(pa.ms_per_step),
+            ms(pb.ms_per_step)
+        ),
+        _ => String::new(),
+    };
     format!(
-        "{} -> {}: official {} ({} -> {}), lab val loss {} at {} steps (ours, {}).",
+        "{} -> {}: official {} ({} -> {}){per_step}, lab val loss {} at {} steps (ours, {}).",
         a.number,
         b.number,
         secs_delta(b.official_s - a.official_s),
@@ -78,12 +115,17 @@ pub fn render(walk: &Walk, format: Format) -> String {
     let mut t = Table::new(header(walk)).left(1);
     for mut row in rows(walk) {
         row[0] = clip(&row[0], 38);
-        row[1] = clip(&row[1], 48);
+        row[1] = clip(&row[1], 44);
         t.row(row);
     }
     let legend = legend(walk).map_or(String::new(), |l| format!("{l}\n"));
-    format!("{}\n{legend}{}\n{}", t.render(format), total(walk), moves(walk))
+    format!("{}\n{legend}{PREDICTED_NOTE}\n{}\n{}", t.render(format), total(walk), moves(walk))
 }
+
+/// What the predicted column is, under every walk's table.
+pub const PREDICTED_NOTE: &str = "Δ predicted/step: the time model's step at full scale on the \
+     record's machine (counted from each recipe, `records cost N`; not measured): the official Δ \
+     is the steps' change times the step, plus the step's change times the steps.";
 
 /// What "= at lab scale" means, for a table that has such a row.
 pub fn legend(walk: &Walk) -> Option<&'static str> {
@@ -138,7 +180,7 @@ fn clip(s: &str, n: usize) -> String {
 /// The two charts: the lab val loss at equal steps (ours; each seed and their mean), and
 /// upstream's record time (official), both by record number.
 pub fn charts(walk: &Walk, lab_target: Option<f64>) -> [Chart; 2] {
-    let by_record = |f: &dyn Fn(&crate::run::walk::Stop) -> f64| -> Vec<(f64, f64)> {
+    let by_record = |f: &dyn Fn(&Stop) -> f64| -> Vec<(f64, f64)> {
         walk.stops.iter().map(|s| (f64::from(s.number.n), f(s))).collect()
     };
     let mut curves = vec![Curve {
@@ -184,9 +226,16 @@ pub fn charts(walk: &Walk, lab_target: Option<f64>) -> [Chart; 2] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::walk::{Run, Stop};
+    use crate::cost::model::PredictedStep;
+    use crate::run::walk::Run;
 
     fn stop(n: u32, same: bool, official: f64, losses: &[f64]) -> Stop {
+        // A step that shrinks with the official time, so the deltas differ stop to stop.
+        let predicted = PredictedStep {
+            ms_per_step: official / 2.0,
+            train_time_s: official,
+            machine: "8×H100 SXM".into(),
+        };
         Stop {
             number: n.into(),
             title: format!("record {n}"),
@@ -194,6 +243,7 @@ mod tests {
             same_math: same,
             same_at_lab: same,
             official_s: official,
+            predicted: Some(predicted),
             tree: "t".into(),
             runs: (losses.iter().enumerate())
                 .map(|(i, &v)| Run { seed: i as u64, val_loss: v, train_time_ms: 1.0, val: vec![] })
@@ -222,6 +272,12 @@ mod tests {
         assert!(text.contains("−0.0400 ± 0.0141"), "{text}");
         assert!(text.contains("= same math"), "{text}");
         assert!(text.contains("−5.0 s"), "{text}");
+        // 55's predicted step from 54's: (115 - 120) / 2 ms, of 60 ms.
+        let d = (115.0 - 120.0) / 2.0;
+        let want = format!("{:+.2} ms ({:+.1}%)", d, 100.0 * d / 60.0).replace('-', "−");
+        assert!(text.contains(&want), "{want} in {text}");
+        assert!(text.contains("Δ predicted/step (8×H100 SXM)"), "{text}");
+        assert!(text.contains("predicted step −3.00 ms (−5.0%) (60.00 ms -> 57.00 ms)"), "{text}");
         assert!(text.contains("largest lab moves: #55 −0.0400 (sd 0.0141)"), "{text}");
         let [l, t] = charts(&walk, Some(1.8));
         let (x, y) = l.curves[0].points[1];

@@ -9,6 +9,7 @@
 //! changed tree or recipe is run again. The walk itself is written to
 //! `<results>/walk/A-B-<steps>/walk.json` for the site.
 use crate::catalog::{upstream_recipe, Catalog, Manifest, RecordId, Track};
+use crate::cost::model::{Model, PredictedStep};
 use crate::verdict::{runlog, stats};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -29,6 +30,9 @@ pub struct Stop {
     pub same_at_lab: bool,
     /// Upstream's record time (official, 8×H100), seconds.
     pub official_s: f64,
+    /// Its training step at full scale, predicted by the time model (`predict`).
+    #[serde(default)]
+    pub predicted: Option<PredictedStep>,
     pub tree: String,
     pub runs: Vec<Run>,
 }
@@ -54,6 +58,15 @@ pub struct Walk {
     /// The CPU that ran it (lab figures differ by CPU).
     pub cpu: String,
     pub stops: Vec<Stop>,
+}
+
+/// Each stop's step as `model` predicts it today: a walk kept before a refit, or before walks
+/// carried a prediction, reads the current one.
+pub fn predict(stops: &mut [Stop], catalog: &Catalog, model: &Model) -> Result<()> {
+    for s in stops {
+        s.predicted = Some(model.predict(catalog, s.number)?);
+    }
+    Ok(())
 }
 
 impl Stop {

@@ -15,6 +15,16 @@ pub fn secs_delta(x: f64) -> String {
     minus(format!("{x:+.1} s"))
 }
 
+/// A time per step in milliseconds: `60.71 ms`.
+pub fn ms(x: f64) -> String {
+    minus(format!("{x:.2} ms"))
+}
+
+/// A signed difference in milliseconds: `+4.24 ms`, `−0.50 ms`.
+pub fn ms_delta(x: f64) -> String {
+    minus(format!("{x:+.2} ms"))
+}
+
 /// A signed percentage: `+2444.4%`.
 pub fn pct_delta(x: f64) -> String {
     minus(format!("{x:+.1}%"))

@@ -1,5 +1,8 @@
-//! The two records side by side: upstream's facts and this machine's lab result of each.
+//! The two records side by side: upstream's facts, the time model's predicted step, and this
+//! machine's lab result of each.
 use crate::catalog::Manifest;
+use crate::cost::model::{Model, PredictedStep};
+use crate::present::predicted;
 use crate::run::replays::{self, Replay};
 use crate::text::figures;
 use crate::text::table::{Format, Table};
@@ -53,6 +56,7 @@ pub(super) fn view(root: &Path, a: &Manifest, b: &Manifest) -> Result<String> {
             figures::loss_delta(y - x),
         ]);
     }
+    t.row(predicted_row(root, a, b));
     t.row(["date".into(), ra.date.clone(), rb.date.clone(), String::new()]);
     let results = crate::paths::results_dir(root);
     let (la, lb) = (replays::lab_result_in(&results, a)?, replays::lab_result_in(&results, b)?);
@@ -82,4 +86,31 @@ pub(super) fn view(root: &Path, a: &Manifest, b: &Manifest) -> Result<String> {
         out.push_str("  ours, lab: the newest replay on this machine over the record's whole lab budget (records replay N); its times are not comparable with the official ones\n");
     }
     Ok(out)
+}
+
+/// The time model's step of each, and the change where both run on one machine; why not, where
+/// the model cannot predict them (no hardware file, a recipe the trainer cannot read).
+fn predicted_row(root: &Path, a: &Manifest, b: &Manifest) -> [String; 4] {
+    let both = Model::load(root)
+        .and_then(|model| Ok((model.predict_manifest(a)?, model.predict_manifest(b)?)));
+    let (pa, pb) = match both {
+        Ok(both) => both,
+        Err(e) => {
+            let why = format!("not predicted: {e:#}");
+            return ["predicted step (time model)".into(), why, String::new(), String::new()];
+        }
+    };
+    // A step on another machine (a1's 2×RTX 4090 against #1's 8×H100) does not compare.
+    let same = pa.machine == pb.machine;
+    let cell = |p: &PredictedStep| match same {
+        true => figures::ms(p.ms_per_step),
+        false => format!("{} on {}", figures::ms(p.ms_per_step), p.machine),
+    };
+    let (label, change) = match same {
+        true => {
+            (format!("predicted step ({}; time model)", pb.machine), predicted::delta(&pa, &pb))
+        }
+        false => ("predicted step (time model, each on its machine)".into(), "not compared".into()),
+    };
+    [label, cell(&pa), cell(&pb), change]
 }

@@ -1,6 +1,6 @@
 //! `records site DIR`: the records as a static site, readable without a server or JavaScript.
 //! An index (upstream's table with this machine's lab verdicts and a mini curve), one page per
-//! record (header, claim, the commits of its patch with the review notes beside the lines they
+//! record (header with its predicted step from the time model, claim, the commits of its patch with the review notes beside the lines they
 //! anchor, the official evidence and our replays, curves as inline SVG) and one page per record
 //! against its parent, a page per upstream record inside a step, and on each record's page the
 //! walk from its parent where one was run here (`records walk`). Everything comes from the
@@ -9,6 +9,7 @@
 mod pages;
 
 use crate::catalog::{Catalog, RecordId};
+use crate::cost::model::Model;
 use crate::series::{apply, recorded, Series};
 use anyhow::{Context, Result};
 use corpus::fs::write_atomic;
@@ -52,6 +53,8 @@ pub fn build(root: &Path, results: &Path, out: &Path) -> Result<Built> {
     };
     write("style.css", include_str!("style.css"))?;
     let replays = pages::Replays::load(&catalog, results)?;
+    // A site without the time model (no hardware/) still builds: each page says why.
+    let model = Model::load(root);
     write("index.html", &pages::index(&env, &catalog, &replays)?)?;
     let repo = apply::scratch_repo()?;
     let trees = match catalog.records().is_empty() {
@@ -60,18 +63,19 @@ pub fn build(root: &Path, results: &Path, out: &Path) -> Result<Built> {
     };
     for m in catalog.records() {
         let n = m.id();
-        write(&record_page(n), &pages::record(&env, &catalog, &series, &replays, n)?)?;
+        write(&record_page(n), &pages::record(&env, &catalog, &series, (&replays, &model), n)?)?;
         if let Some(p) = m.record.parent {
             let (ta, tb) = (trees.get(&p), trees.get(&n));
             let (Some(&ta), Some(&tb)) = (ta, tb) else {
                 anyhow::bail!("no trees for {p} and {n} in the series");
             };
-            let page = pages::diff(&env, &catalog, &series, &repo, (p, ta), (n, tb))?;
+            let page = pages::diff(&env, (&catalog, &model), &series, &repo, (p, ta), (n, tb))?;
             write(&diff_page(p, n), &page)?;
         }
     }
     for (_, u) in catalog.inside_steps() {
-        write(&upstream_page(u.number), &pages::upstream(&env, &catalog, &replays, u.number)?)?;
+        let page = pages::upstream(&env, &catalog, (&replays, &model), u.number)?;
+        write(&upstream_page(u.number), &page)?;
     }
     Ok(Built { files })
 }

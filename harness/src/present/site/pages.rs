@@ -2,13 +2,14 @@
 //! readers.
 use crate::catalog::TARGET_VAL_LOSS;
 use crate::catalog::{upstream_recipe, Catalog, Manifest, Note, RecordFacts, RecordId, Track};
+use crate::cost::model::Model;
 use crate::present::diff::{recipe_changes, RecipeChange};
 use crate::present::plot::svg;
 use crate::present::plot::{Chart, XAxis};
 use crate::present::review::{place_notes, Spot};
-use crate::present::walk;
+use crate::present::{predicted, walk};
 use crate::run::replays::{self, Replay};
-use crate::run::walk::Walk;
+use crate::run::walk::{self as walks, Walk};
 use crate::series::patch::{self, FilePatch};
 use crate::series::{tree, Series};
 use crate::verdict::stats;
@@ -145,26 +146,30 @@ fn upstream_rows(catalog: &Catalog) -> Vec<UpstreamRow> {
 /// A walk as a page shows it: its table and its two charts.
 #[derive(Serialize)]
 struct WalkView {
-    header: [String; 6],
+    header: [String; walk::COLUMNS],
     /// Each stop's cells and its page.
-    rows: Vec<([String; 6], String)>,
+    rows: Vec<([String; walk::COLUMNS], String)>,
     total: String,
     moves: String,
     legend: Option<&'static str>,
+    predicted_note: &'static str,
     command: String,
     figures: Vec<svg::Figure>,
 }
 
 /// The newest walk kept from `from` to `to`, if one was run here.
 fn walk_view(
-    replays: &Replays,
+    (replays, model): (&Replays, &anyhow::Result<Model>),
     catalog: &Catalog,
     from: RecordId,
     to: RecordId,
 ) -> Result<Option<WalkView>> {
-    let Some(w) = Walk::kept(&replays.results, from, to)?.into_iter().next() else {
+    let Some(mut w) = Walk::kept(&replays.results, from, to)?.into_iter().next() else {
         return Ok(None);
     };
+    if let Ok(model) = model {
+        walks::predict(&mut w.stops, catalog, model)?;
+    }
     let chain = catalog.chain();
     let page = |n: RecordId| match chain.contains(&n) {
         true => super::record_page(n),
@@ -180,6 +185,7 @@ fn walk_view(
         total: walk::total(&w),
         moves: walk::moves(&w),
         legend: walk::legend(&w),
+        predicted_note: walk::PREDICTED_NOTE,
         command: format!("records walk {} {}{runs}", from.bare(), to.bare()),
         figures,
     }))
@@ -187,7 +193,12 @@ fn walk_view(
 
 /// The page of upstream record `k` inside a step: its facts and logs, the keys it set (or why
 /// it set none), where its commit is, this machine's replays of it, and the walk over its step.
-pub fn upstream(env: &Environment, catalog: &Catalog, replays: &Replays, k: u32) -> Result<String> {
+pub fn upstream(
+    env: &Environment,
+    catalog: &Catalog,
+    (replays, model): (&Replays, &anyhow::Result<Model>),
+    k: u32,
+) -> Result<String> {
     let step = upstream_recipe::step(catalog, k)
         .with_context(|| format!("upstream #{k} is in no manifest's rows"))?;
     let m = step.manifest(PathBuf::new()).map_err(anyhow::Error::msg)?;
@@ -212,6 +223,7 @@ pub fn upstream(env: &Environment, catalog: &Catalog, replays: &Replays, k: u32)
         true => super::record_page(parent),
         false => super::upstream_page(step.parent.n),
     };
+    let predicted = predicted::line_for(model, catalog, RecordId::main(k), Some(step.parent));
     let page = env.get_template("upstream.html")?.render(context! {
         r => Serde(&m.record),
         holder => Serde(holder),
@@ -224,7 +236,9 @@ pub fn upstream(env: &Environment, catalog: &Catalog, replays: &Replays, k: u32)
         official => Serde(official(&m)),
         replays => Serde(ours.iter().map(|r| view(r, &m)).collect::<Vec<_>>()),
         lab_steps => m.lab_steps(),
-        walk => Serde(walk_view(replays, catalog, parent, holder)?),
+        predicted => predicted,
+        predicted_label => predicted::LABEL,
+        walk => Serde(walk_view((replays, model), catalog, parent, holder)?),
     })?;
     Ok(page)
 }
@@ -318,7 +332,7 @@ pub fn record(
     env: &Environment,
     catalog: &Catalog,
     series: &Series,
-    replays: &Replays,
+    (replays, model): (&Replays, &anyhow::Result<Model>),
     n: RecordId,
 ) -> Result<String> {
     let m = catalog.get(n)?;
@@ -355,6 +369,7 @@ pub fn record(
             p.record.official_time_s
         )
     });
+    let predicted = predicted::line_for(model, catalog, n, m.record.parent);
     let ours = replays.of(n);
     let mut figures = Vec::new();
     for x in [XAxis::Step, XAxis::Seconds] {
@@ -374,6 +389,8 @@ pub fn record(
         parent => Serde(parent.map(|p| record_view(&p.record))),
         diff_page => Serde(parent.map(|p| super::diff_page(p.id(), n))),
         time_delta => Serde(time_delta),
+        predicted => predicted,
+        predicted_label => predicted::LABEL,
         commits => Serde(commit_views),
         loose => Serde(loose),
         official => Serde(official(m)),
@@ -381,7 +398,7 @@ pub fn record(
         figures => Serde(figures),
         target => TARGET_VAL_LOSS,
         walk => Serde(match parent {
-            Some(p) => walk_view(replays, catalog, p.id(), n)?,
+            Some(p) => walk_view((replays, model), catalog, p.id(), n)?,
             None => None,
         }),
     })?;
@@ -407,13 +424,14 @@ struct RecipeRow {
 /// two official curves overlaid.
 pub fn diff(
     env: &Environment,
-    catalog: &Catalog,
+    (catalog, model): (&Catalog, &anyhow::Result<Model>),
     series: &Series,
     repo: &Repository,
     (a, tree_a): (RecordId, Oid),
     (b, tree_b): (RecordId, Oid),
 ) -> Result<String> {
     let (ma, mb) = (catalog.get(a)?, catalog.get(b)?);
+    let predicted = predicted::line_for(model, catalog, b, Some(a));
     let between: Vec<SeriesRecord> = series
         .between(a, b)?
         .iter()
@@ -448,6 +466,8 @@ pub fn diff(
         recipe => Serde(recipe),
         files => Serde(file_views(0, &files_once[0], &placed)),
         figures => Serde(figures),
+        predicted => predicted,
+        predicted_label => predicted::LABEL,
     })?)
 }
 
