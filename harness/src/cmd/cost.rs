@@ -10,7 +10,7 @@ use records::cost::record::{self, Costed, Prediction};
 use records::cost::validate::{self, Report};
 use records::paths;
 use records::text::figures;
-use records::text::table::{Format, Table};
+use records::text::table::{clip, Format, Table};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -185,13 +185,6 @@ fn duration(s: f64) -> String {
         s if s < 600.0 => format!("{s:.1} s"),
         s if s < 3.0 * 3600.0 => format!("{:.1} min", s / 60.0),
         s => format!("{:.2} h", s / 3600.0),
-    }
-}
-
-fn clip(s: &str, n: usize) -> String {
-    match s.chars().count() > n {
-        true => format!("{}…", s.chars().take(n - 1).collect::<String>()),
-        false => s.to_string(),
     }
 }
 

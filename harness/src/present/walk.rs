@@ -7,7 +7,7 @@ use super::predicted;
 use crate::catalog::RecordId;
 use crate::run::walk::{Stop, Walk};
 use crate::text::figures::{loss, loss_delta, ms, secs, secs_delta};
-use crate::text::table::{Format, Table};
+use crate::text::table::{clip, Format, Table};
 use crate::verdict::stats;
 
 /// The hardware of the official times of the walk's track: 8×H100 on the main track.
@@ -168,13 +168,6 @@ pub fn moves(walk: &Walk) -> String {
         _ => "paired by seed",
     };
     format!("largest lab moves: {} ({noise})\n", top.join(", "))
-}
-
-fn clip(s: &str, n: usize) -> String {
-    match s.chars().count() > n {
-        true => format!("{}…", s.chars().take(n - 1).collect::<String>()),
-        false => s.to_string(),
-    }
 }
 
 /// The two charts: the lab val loss at equal steps (ours; each seed and their mean), and

@@ -8,6 +8,15 @@ const TEXT_STYLE: TableStyle = TableStyle::new()
     .header_separator(LineStyle::none().fill('─').junction('─'))
     .bottom_border(LineStyle::none().fill('─').junction('─'));
 
+/// `s` cut to `n` characters, the last one an ellipsis where it was longer: a cell that would
+/// widen a table past a terminal.
+pub fn clip(s: &str, n: usize) -> String {
+    match s.chars().count() > n {
+        true => format!("{}…", s.chars().take(n - 1).collect::<String>()),
+        false => s.to_string(),
+    }
+}
+
 /// How a command prints its report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
@@ -121,5 +130,11 @@ mod tests {
         assert!(lines[0].starts_with("| metric"), "{s}");
         assert!(lines[1].starts_with("|---") && lines[1].ends_with(":|"), "{s}");
         assert!(lines[3].contains("| mean val loss") && lines[3].contains("2.4820 |"), "{s}");
+    }
+
+    #[test]
+    fn a_long_cell_is_clipped_to_its_width_with_an_ellipsis() {
+        assert_eq!(clip("Long context: 32,768-token rows", 8), "Long co…");
+        assert_eq!(clip("é".repeat(8).as_str(), 8), "é".repeat(8));
     }
 }
