@@ -247,3 +247,16 @@ fn a_cut_metrics_file_is_named_and_left_out() {
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("lab-targets.json does not read") && err.contains("delete it"), "{err}");
 }
+
+/// A time curve that goes back in time (a mistyped log line) is refused, naming the points.
+#[test]
+fn a_time_curve_must_rise() {
+    let root = root_with_real_manifests();
+    let path = root.path().join("records/84.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("[500, 15.947], [750, 29.867]"), "#84's curve log as written");
+    std::fs::write(&path, text.replacen("[750, 29.867]", "[750, 12.0]", 1)).unwrap();
+    let err = String::from_utf8_lossy(&records(&root, &["show", "84"]).stderr).to_string();
+    let want = "84.toml: evidence.time_curve must rise in step and not fall in time: [500, 15.947] then [750, 12]";
+    assert!(err.contains(want), "{err}");
+}

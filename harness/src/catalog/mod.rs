@@ -178,6 +178,10 @@ pub struct Evidence {
     /// (step, val loss) of the linked log.
     #[serde(default)]
     pub val_curve: Vec<(u64, f64)>,
+    /// (step, train time in seconds) at every validation of the linked log: the time model's
+    /// check stage by stage (`records cost --validate`).
+    #[serde(default)]
+    pub time_curve: Vec<(u64, f64)>,
     #[serde(default)]
     pub source: String,
 }
@@ -318,9 +322,20 @@ impl Manifest {
             .val_losses
             .iter()
             .chain(&self.evidence.train_times_s)
+            .chain(self.evidence.time_curve.iter().map(|(_, t)| t))
             .any(|x| !x.is_finite())
         {
             bail!("{p}: evidence holds a non-finite number");
+        }
+        let t = &self.evidence.time_curve;
+        if let Some(w) = t.windows(2).find(|w| w[1].0 <= w[0].0 || w[1].1 < w[0].1) {
+            bail!(
+                "{p}: evidence.time_curve must rise in step and not fall in time: [{}, {}] then [{}, {}]",
+                w[0].0,
+                w[0].1,
+                w[1].0,
+                w[1].1
+            );
         }
         let lab_steps = self.lab.get("steps").and_then(|v| v.as_integer());
         let Some(lab_steps) = lab_steps.and_then(|v| u64::try_from(v).ok()) else {

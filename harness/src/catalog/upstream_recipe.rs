@@ -198,6 +198,7 @@ impl Step<'_> {
                 val_losses: row.val_losses.clone(),
                 train_times_s: row.train_times_s.clone(),
                 val_curve: Vec::new(),
+                time_curve: Vec::new(),
                 source: row.folder.clone().unwrap_or_default(),
             },
             recipe: self.after.clone(),

@@ -322,5 +322,46 @@ fn print_report(r: &Report, a: &Achieved, format: Format) {
             100.0 * p.predicted_delta
         );
     }
+    print_spans(r, format);
     println!("held out: {} records, median |error| {:.1}%", r.held_out, 100.0 * r.median_abs_error);
+}
+
+/// Stage by stage: each record's spans between the validations of its curve log (the full list
+/// is in `--format json`), their median error and the worst.
+fn print_spans(r: &Report, format: Format) {
+    println!("\nstage by stage: the logged train_time between validations of each curve log\n");
+    let mut t = Table::new([
+        "record",
+        "spans",
+        "median abs error",
+        "worst span",
+        "logged",
+        "predicted",
+        "error",
+    ]);
+    for row in r.rows.iter().filter(|row| !row.spans.is_empty()) {
+        let abs: Vec<f64> = row.spans.iter().map(|s| s.error.abs()).collect();
+        let worst = (row.spans.iter()).max_by(|a, b| a.error.abs().total_cmp(&b.error.abs()));
+        let Some(w) = worst else { continue };
+        let mut sorted = abs.clone();
+        sorted.sort_by(f64::total_cmp);
+        t.row([
+            format!("{}{}", row.record, if row.fitted { " (fitted)" } else { "" }),
+            row.spans.len().to_string(),
+            format!("{:.1}%", 100.0 * sorted[sorted.len() / 2]),
+            format!("{}-{}", w.steps.0, w.steps.1),
+            format!("{:.2} ms", w.logged_ms_per_step),
+            format!("{:.2} ms", w.predicted_ms_per_step),
+            figures::pct_delta(100.0 * w.error),
+        ]);
+    }
+    println!("{}", t.render(format));
+    for s in &r.spans {
+        println!(
+            "held out, stage by stage on {}: {} spans, median |error| {:.1}%",
+            s.hardware,
+            s.spans,
+            100.0 * s.median_abs_error
+        );
+    }
 }

@@ -20,6 +20,8 @@ pub struct Costed {
     pub logged: Option<Logged>,
     /// Its row's reason when upstream changed no math (a kernel, the comms, a version).
     pub same_math: Option<String>,
+    /// (step, train time in s) at each validation of its curve log, where the manifest has one.
+    pub time_curve: Vec<(u64, f64)>,
 }
 
 /// The logged train time: the mean of its logs' final `train_time`, or the record table's
@@ -97,6 +99,7 @@ pub fn from_manifest(m: &Manifest, same_math: Option<String>) -> Result<Costed> 
         recipe,
         logged,
         same_math,
+        time_curve: m.evidence.time_curve.clone(),
     })
 }
 

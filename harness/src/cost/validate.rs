@@ -33,6 +33,51 @@ impl Case {
     pub fn timed_steps(&self) -> u64 {
         self.stages.iter().map(|s| s.steps).sum()
     }
+
+    /// The timed steps in `[a, b)` and their predicted milliseconds with the fractions `f`.
+    fn predicted_between(&self, (a, b): (u64, u64), f: &Fractions) -> (u64, f64) {
+        let mut out = (0, 0.0);
+        for s in &self.stages {
+            let (lo, hi) = (s.first_step.max(a), (s.first_step + s.steps).min(b));
+            if hi > lo {
+                out.0 += hi - lo;
+                out.1 +=
+                    (hi - lo) as f64 * super::predict::step_ms(&s.work, &self.hardware, f).total();
+            }
+        }
+        out
+    }
+
+    /// Each span between consecutive validations of its curve log: the logged time over its
+    /// timed steps against the predicted (a span the clock does not run in is left out).
+    pub fn spans(&self, f: &Fractions) -> Vec<Span> {
+        (self.costed.time_curve.windows(2))
+            .filter_map(|w| {
+                let ((a, ta), (b, tb)) = (w[0], w[1]);
+                let (steps, predicted_ms) = self.predicted_between((a, b), f);
+                (steps > 0).then(|| {
+                    let logged = (tb - ta) * 1e3 / steps as f64;
+                    let predicted = predicted_ms / steps as f64;
+                    Span {
+                        steps: (a, b),
+                        logged_ms_per_step: logged,
+                        predicted_ms_per_step: predicted,
+                        error: predicted / logged - 1.0,
+                    }
+                })
+            })
+            .collect()
+    }
+}
+
+/// Steps `[a, b)` of a record's run between two validations of its log.
+#[derive(Debug, Clone, Serialize)]
+pub struct Span {
+    pub steps: (u64, u64),
+    pub logged_ms_per_step: f64,
+    pub predicted_ms_per_step: f64,
+    /// predicted / logged − 1.
+    pub error: f64,
 }
 
 /// Every record with a logged time: the main track's records and the upstream records inside
@@ -115,6 +160,16 @@ pub struct Row {
     pub error: f64,
     pub fitted: bool,
     pub same_math: Option<String>,
+    /// Stage by stage: each span between validations of its curve log, where it has one.
+    pub spans: Vec<Span>,
+}
+
+/// The held-out spans of one machine's records.
+#[derive(Debug, Clone, Serialize)]
+pub struct SpanSummary {
+    pub hardware: String,
+    pub spans: usize,
+    pub median_abs_error: f64,
 }
 
 /// A consecutive pair whose logged train time moves by more than 2%.
@@ -132,6 +187,9 @@ pub struct Report {
     pub rows: Vec<Row>,
     pub held_out: usize,
     pub median_abs_error: f64,
+    /// Over the held-out records' spans between validations, per machine: Act 1's hundreds of
+    /// spans on 2×RTX 4090 would drown the main track's few.
+    pub spans: Vec<SpanSummary>,
     pub pairs: Vec<Pair>,
 }
 
@@ -152,17 +210,42 @@ pub fn report(cases: &[Case], fitted_on: &[String], f: &Fractions) -> Report {
                 error: predicted / logged - 1.0,
                 fitted: fitted_on.contains(&c.costed.id.to_string()),
                 same_math: c.costed.same_math.clone(),
+                spans: c.spans(f),
             }
         })
         .collect();
-    let mut errors: Vec<f64> = rows.iter().filter(|r| !r.fitted).map(|r| r.error.abs()).collect();
-    errors.sort_by(f64::total_cmp);
-    let median = match errors.len() {
+    let held_out = || rows.iter().filter(|r| !r.fitted);
+    let errors: Vec<f64> = held_out().map(|r| r.error.abs()).collect();
+    let mut machines: Vec<&str> = held_out().map(|r| r.hardware.as_str()).collect();
+    machines.dedup();
+    let spans = (machines.into_iter())
+        .map(|hw| {
+            let on = held_out().filter(|r| r.hardware == hw);
+            let errors: Vec<f64> = on.flat_map(|r| &r.spans).map(|s| s.error.abs()).collect();
+            SpanSummary {
+                hardware: hw.to_string(),
+                spans: errors.len(),
+                median_abs_error: median(errors),
+            }
+        })
+        .filter(|s| s.spans > 0)
+        .collect();
+    Report {
+        held_out: errors.len(),
+        median_abs_error: median(errors),
+        spans,
+        pairs: pairs(cases, &times),
+        rows,
+    }
+}
+
+fn median(mut x: Vec<f64>) -> f64 {
+    x.sort_by(f64::total_cmp);
+    match x.len() {
         0 => f64::NAN,
-        n if n % 2 == 1 => errors[n / 2],
-        n => (errors[n / 2 - 1] + errors[n / 2]) / 2.0,
-    };
-    Report { held_out: errors.len(), median_abs_error: median, pairs: pairs(cases, &times), rows }
+        n if n % 2 == 1 => x[n / 2],
+        n => (x[n / 2 - 1] + x[n / 2]) / 2.0,
+    }
 }
 
 /// Consecutive records of one track (in the table's order) whose logged time moves > 2%.
@@ -182,4 +265,36 @@ fn pairs(cases: &[Case], times: &[(f64, f64)]) -> Vec<Pair> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cost::{achieved, hardware, predict};
+
+    #[test]
+    fn the_spans_of_a_curve_log_add_up_to_its_run_and_a_span_in_one_stage_is_that_stage() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let catalog = Catalog::load(&root).unwrap();
+        let machines = hardware::all(&root).unwrap();
+        let f = achieved::read(&root).unwrap().fractions;
+        let all = cases(&catalog, &machines).unwrap();
+        let c = all.iter().find(|c| c.costed.id == RecordId::main(84)).unwrap();
+        let spans = c.spans(&f);
+        let curve = &c.costed.time_curve;
+        assert_eq!(spans.len(), curve.len() - 1);
+        // #84 times every step, so the spans' steps are the run's and their times its total.
+        let steps = |s: &Span| (s.steps.1 - s.steps.0) as f64;
+        let predicted: f64 = spans.iter().map(|s| s.predicted_ms_per_step * steps(s)).sum();
+        let logged: f64 = spans.iter().map(|s| s.logged_ms_per_step * steps(s)).sum();
+        assert!((predicted - 1e3 * c.predicted_s(&f)).abs() < 1e-6, "{predicted}");
+        assert!((logged - 1e3 * curve[curve.len() - 1].1).abs() < 1e-6, "{logged}");
+        // Steps 0-250 lie in the first stage (0-481): the span's step is that stage's.
+        let first = &c.stages[0];
+        assert!(first.first_step == 0 && first.steps > 250);
+        let ms = predict::step_ms(&first.work, &c.hardware, &f).total();
+        assert_eq!(spans[0].steps, (0, 250));
+        assert!((spans[0].predicted_ms_per_step - ms).abs() < 1e-9);
+        assert!((spans[0].logged_ms_per_step - curve[1].1 * 1e3 / 250.0).abs() < 1e-9);
+    }
 }
