@@ -61,12 +61,19 @@ pub struct Walk {
 }
 
 /// Each stop's step as `model` predicts it today: a walk kept before a refit, or before walks
-/// carried a prediction, reads the current one.
-pub fn predict(stops: &mut [Stop], catalog: &Catalog, model: &Model) -> Result<()> {
+/// carried a prediction, reads the current one. Where the model cannot predict (no hardware
+/// file, a recipe its trainer cannot read) the stop has none, with a warning: the walk's
+/// losses do not wait on it.
+pub fn predict(stops: &mut [Stop], catalog: &Catalog, model: &Result<Model>) {
     for s in stops {
-        s.predicted = Some(model.predict(catalog, s.number)?);
+        let step = match model {
+            Ok(m) => m.predict(catalog, s.number),
+            Err(e) => Err(anyhow::anyhow!("{e:#}")),
+        };
+        s.predicted = step
+            .inspect_err(|e| tracing::warn!("records: {}: no predicted step: {e:#}", s.number))
+            .ok();
     }
-    Ok(())
 }
 
 impl Stop {

@@ -167,9 +167,7 @@ fn walk_view(
     let Some(mut w) = Walk::kept(&replays.results, from, to)?.into_iter().next() else {
         return Ok(None);
     };
-    if let Ok(model) = model {
-        walks::predict(&mut w.stops, catalog, model)?;
-    }
+    walks::predict(&mut w.stops, catalog, model);
     let chain = catalog.chain();
     let page = |n: RecordId| match chain.contains(&n) {
         true => super::record_page(n),
