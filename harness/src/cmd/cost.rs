@@ -78,18 +78,28 @@ pub fn run(args: Args) -> Result<()> {
         return Ok(());
     }
     let costed = record::of(&catalog, id)?;
-    let (own, own_gpus) = costed.machine(&machines)?;
-    let hw = match &args.hardware {
-        Some(key) => hardware::find(&machines, key)?,
-        None => own,
-    };
-    let gpus = args.gpus.unwrap_or(own_gpus);
+    let (hw, gpus, _) = asked_machine(&costed, &machines, &args)?;
     let p = costed.predict(hw, gpus, &achieved.fractions);
     match json {
         true => println!("{}", serde_json::to_string_pretty(&json_of(&costed, hw, gpus, &p))?),
         false => print_prediction(&costed, hw, gpus, &p, &achieved, format),
     }
     Ok(())
+}
+
+/// The machine and GPU count `--hardware` and `--gpus` ask for (the record's own by default),
+/// and the record's own GPU count.
+fn asked_machine<'m>(
+    c: &Costed,
+    machines: &'m [Hardware],
+    args: &Args,
+) -> Result<(&'m Hardware, usize, usize)> {
+    let (own, own_gpus) = c.machine(machines)?;
+    let hw = match &args.hardware {
+        Some(key) => hardware::find(machines, key)?,
+        None => own,
+    };
+    Ok((hw, args.gpus.unwrap_or(own_gpus), own_gpus))
 }
 
 /// One record of a range on the machine asked for (or its own).
@@ -114,12 +124,7 @@ fn range(
     let mut rows = Vec::new();
     for id in records::run::walk::stops(catalog, from, to)? {
         let c = record::of(catalog, id)?;
-        let (own, own_gpus) = c.machine(machines)?;
-        let hw = match &args.hardware {
-            Some(key) => hardware::find(machines, key)?,
-            None => own,
-        };
-        let gpus = args.gpus.unwrap_or(own_gpus);
+        let (hw, gpus, own_gpus) = asked_machine(&c, machines, args)?;
         let p = c.predict(hw, gpus, &achieved.fractions);
         rows.push(RangeRow {
             record: id.to_string(),
@@ -157,11 +162,7 @@ fn print_range(rows: &[RangeRow], a: &Achieved, format: Format) {
     for (i, r) in rows.iter().enumerate() {
         let delta = match i {
             0 => String::new(),
-            _ => {
-                let b = rows[i - 1].predicted_ms_per_step;
-                let d = r.predicted_ms_per_step - b;
-                format!("{} ({})", figures::ms_delta(d), figures::pct_delta(100.0 * d / b))
-            }
+            _ => figures::ms_change(rows[i - 1].predicted_ms_per_step, r.predicted_ms_per_step),
         };
         let logged = r.logged_train_time_s;
         t.row([
@@ -343,12 +344,10 @@ fn print_spans(r: &Report, format: Format) {
         let abs: Vec<f64> = row.spans.iter().map(|s| s.error.abs()).collect();
         let worst = (row.spans.iter()).max_by(|a, b| a.error.abs().total_cmp(&b.error.abs()));
         let Some(w) = worst else { continue };
-        let mut sorted = abs.clone();
-        sorted.sort_by(f64::total_cmp);
         t.row([
             format!("{}{}", row.record, if row.fitted { " (fitted)" } else { "" }),
             row.spans.len().to_string(),
-            format!("{:.1}%", 100.0 * sorted[sorted.len() / 2]),
+            format!("{:.1}%", 100.0 * validate::median(abs)),
             format!("{}-{}", w.steps.0, w.steps.1),
             format!("{:.2} ms", w.logged_ms_per_step),
             format!("{:.2} ms", w.predicted_ms_per_step),

@@ -239,7 +239,8 @@ pub fn report(cases: &[Case], fitted_on: &[String], f: &Fractions) -> Report {
     }
 }
 
-fn median(mut x: Vec<f64>) -> f64 {
+/// The median of `x` (NaN for none): the mean of the middle two for an even count.
+pub fn median(mut x: Vec<f64>) -> f64 {
     x.sort_by(f64::total_cmp);
     match x.len() {
         0 => f64::NAN,

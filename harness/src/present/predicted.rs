@@ -3,12 +3,11 @@
 //! parent where both run on the same machine.
 use crate::catalog::{Catalog, RecordId};
 use crate::cost::model::{Model, PredictedStep};
-use crate::text::figures::{ms, ms_delta, pct_delta};
+use crate::text::figures::{ms, ms_change};
 
 /// `+4.24 ms (+7.5%)`: the change of the predicted step from `before` to `after`.
 pub fn delta(before: &PredictedStep, after: &PredictedStep) -> String {
-    let d = after.ms_per_step - before.ms_per_step;
-    format!("{} ({})", ms_delta(d), pct_delta(100.0 * d / before.ms_per_step))
+    ms_change(before.ms_per_step, after.ms_per_step)
 }
 
 /// `60.71 ms/step on 8×H100 SXM, +4.24 ms (+7.5%) vs #80 (56.47 ms)`.

@@ -25,6 +25,13 @@ pub fn ms_delta(x: f64) -> String {
     minus(format!("{x:+.2} ms"))
 }
 
+/// The change from `before` to `after` milliseconds, and as a share of `before`:
+/// `+4.24 ms (+7.5%)`.
+pub fn ms_change(before: f64, after: f64) -> String {
+    let d = after - before;
+    format!("{} ({})", ms_delta(d), pct_delta(100.0 * d / before))
+}
+
 /// A signed percentage: `+2444.4%`.
 pub fn pct_delta(x: f64) -> String {
     minus(format!("{x:+.1}%"))
