@@ -79,11 +79,11 @@ fn mbox_splits_into_commits() {
         git2::Diff::from_buffer(c.diff.as_bytes()).unwrap();
     }
     // Our own form parses back to the same commits, and re-writes byte for byte.
-    let ours = mailbox::write(&commits);
+    let ours = mailbox::write(&commits).unwrap();
     assert!(ours.contains("Subject: [PATCH 1/2] Multi-token prediction"));
     assert!(ours.contains(" src/head.rs | 3 ++-\n"));
     assert_eq!(mailbox::parse(&ours).unwrap(), commits);
-    assert_eq!(mailbox::write(&mailbox::parse(&ours).unwrap()), ours);
+    assert_eq!(mailbox::write(&mailbox::parse(&ours).unwrap()).unwrap(), ours);
 }
 
 #[test]
@@ -93,6 +93,9 @@ fn mbox_errors_name_the_line() {
     let cut = GIT_MBOX.replace("+    loss();\n }\n", "");
     let err = mailbox::parse(&cut).unwrap_err();
     assert!(err.what.contains("src/head.rs"), "{err}");
+    // Cut short, the hunk takes git's signature (`-- `) as a removed line and fails on its
+    // version line, the mailbox's 23rd.
+    assert_eq!(err.line, 23, "{err}");
 }
 
 #[test]

@@ -61,7 +61,7 @@ pub fn capture(
     if commits.is_empty() {
         bail!("no commit in {since}..HEAD changes a trainer file; nothing to capture");
     }
-    write_atomic(&path, mailbox::write(&commits).as_bytes())?;
+    write_atomic(&path, mailbox::write(&commits)?.as_bytes())?;
     super::recorded::record(root)
         .context("the series no longer reverse-applies after the capture")?;
     Ok((path, commits.len()))

@@ -126,7 +126,7 @@ pub fn import(root: &Path, dir: &Path) -> Result<Imported> {
          onto it by hand"
     })?;
     for (record, commits) in &groups {
-        corpus::fs::write_atomic(&patch_path(root, *record), mailbox::write(commits).as_bytes())?;
+        corpus::fs::write_atomic(&patch_path(root, *record), mailbox::write(commits)?.as_bytes())?;
     }
     let tip_changes = write_tip(root, &repo, trainer)?;
     super::recorded::record(root)?;

@@ -1,25 +1,43 @@
-//! Git's unified diff text, parsed into files and hunks: reversed exactly (for walking the series
-//! backwards), counted (for stats) and line-mapped (for anchoring review notes).
+//! A commit's diff as libgit2 reads it (`git2::Diff::from_buffer`), held as files and hunks:
+//! reversed (libgit2 applies a diff forward only, and the series walks backwards), counted
+//! (stats) and line-mapped (anchoring review notes).
+use git2::{Delta, Diff, DiffFormat, Patch};
 use thiserror::Error;
 
-/// A diff text that this module cannot read; `line` counts from 1 within the diff.
+/// A diff text that libgit2 cannot read, or one a record patch may not hold.
 #[derive(Debug, Error, PartialEq)]
 pub enum PatchError {
-    #[error("diff line {line}: {what}")]
-    Malformed { line: usize, what: String },
+    /// libgit2's message, with the file it was reading where one can be told, and the diff
+    /// line (from 1) it names, or else where that file's part starts.
+    #[error("{}{what}", file.as_ref().map(|f| format!("{f}: ")).unwrap_or_default())]
+    Malformed { file: Option<String>, what: String, line: Option<usize> },
     #[error("{file}: {what} is not supported in record patches (text diffs only)")]
     Unsupported { file: String, what: String },
+}
+
+impl PatchError {
+    /// The diff line the error is about, counted from 1 within the diff.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            PatchError::Malformed { line, .. } => *line,
+            PatchError::Unsupported { .. } => None,
+        }
+    }
 }
 
 /// One file's part of a diff.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FilePatch {
-    /// Lines from `diff --git` up to the first hunk, each with its newline.
-    pub header: Vec<String>,
     /// `None` where the file is created.
     pub old_path: Option<String>,
     /// `None` where the file is deleted.
     pub new_path: Option<String>,
+    /// Git's file modes (0o100644, 0o100755); 0 on the side that does not exist.
+    pub old_mode: u32,
+    pub new_mode: u32,
+    /// The blob ids of the `index` line, abbreviated as the diff writes them.
+    pub old_id: String,
+    pub new_id: String,
     pub hunks: Vec<Hunk>,
 }
 
@@ -33,20 +51,19 @@ pub struct Hunk {
     pub lines: Vec<String>,
 }
 
-/// A hunk range; git omits the length when it is 1, and so must a faithful re-rendering.
+/// A hunk range: its first line and how many lines it spans.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Range {
     pub start: u32,
     pub len: u32,
-    explicit_len: bool,
 }
 
+/// Git writes a range of one line without its length (`-10 +11`).
 impl std::fmt::Display for Range {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.explicit_len {
-            write!(f, "{},{}", self.start, self.len)
-        } else {
-            write!(f, "{}", self.start)
+        match self.len {
+            1 => write!(f, "{}", self.start),
+            len => write!(f, "{},{len}", self.start),
         }
     }
 }
@@ -128,17 +145,11 @@ impl FilePatch {
 
     /// The patch that undoes this one: sides, names, modes and line origins swapped.
     pub fn reversed(&self) -> FilePatch {
-        let mut header: Vec<String> = self.header.iter().map(|l| reverse_header_line(l)).collect();
-        // Paired lines keep git's order (`---` before `+++`), so swap them back into place.
-        for (first, second) in
-            [("--- ", "+++ "), ("old mode ", "new mode "), ("rename from ", "rename to ")]
-        {
-            let a = header.iter().position(|l| l.starts_with(second));
-            let b = header.iter().position(|l| l.starts_with(first));
-            if let (Some(a), Some(b)) = (a, b) {
-                header.swap(a, b);
-            }
-        }
+        let swap = |l: &String| match l.as_bytes().first() {
+            Some(b'+') => format!("-{}", &l[1..]),
+            Some(b'-') => format!("+{}", &l[1..]),
+            _ => l.clone(),
+        };
         let hunks = self
             .hunks
             .iter()
@@ -146,253 +157,191 @@ impl FilePatch {
                 old: h.new,
                 new: h.old,
                 section: h.section.clone(),
-                lines: h
-                    .lines
-                    .iter()
-                    .map(|l| match l.as_bytes().first() {
-                        Some(b'+') => format!("-{}", &l[1..]),
-                        Some(b'-') => format!("+{}", &l[1..]),
-                        _ => l.clone(),
-                    })
-                    .collect(),
+                lines: h.lines.iter().map(swap).collect(),
             })
             .collect();
         FilePatch {
-            header,
             old_path: self.new_path.clone(),
             new_path: self.old_path.clone(),
+            old_mode: self.new_mode,
+            new_mode: self.old_mode,
+            old_id: self.new_id.clone(),
+            new_id: self.old_id.clone(),
             hunks,
         }
     }
 
-    /// The diff text of this file, exactly as parsed (or as reversed).
+    /// This file's diff in git's form, its extended header lines in git's order (a patch holds
+    /// no renames: see `file_patch`).
     pub fn render(&self) -> String {
-        let mut s: String = self.header.concat();
+        let path = self.path();
+        let (old, new) = (self.old_path.as_deref(), self.new_path.as_deref());
+        let mut s = format!("diff --git a/{} b/{}\n", old.unwrap_or(path), new.unwrap_or(path));
+        match (old, new) {
+            (None, _) => s += &format!("new file mode {:o}\n", self.new_mode),
+            (_, None) => s += &format!("deleted file mode {:o}\n", self.old_mode),
+            _ if self.old_mode != self.new_mode => {
+                s += &format!("old mode {:o}\nnew mode {:o}\n", self.old_mode, self.new_mode);
+            }
+            _ => {}
+        }
+        // The mode of a file both sides have is on the index line (libgit2 takes 100644 when a
+        // diff names none).
+        let mode = match self.old_mode == self.new_mode && old.is_some() && new.is_some() {
+            true => format!(" {:o}", self.new_mode),
+            false => String::new(),
+        };
+        s += &format!("index {}..{}{mode}\n", self.old_id, self.new_id);
+        if !self.hunks.is_empty() {
+            let side = |p: Option<&str>, prefix: &str| match p {
+                Some(p) => format!("{prefix}{p}"),
+                None => "/dev/null".into(),
+            };
+            s += &format!("--- {}\n+++ {}\n", side(old, "a/"), side(new, "b/"));
+        }
         for h in &self.hunks {
-            s.push_str(&format!("@@ -{} +{} @@{}", h.old, h.new, h.section));
+            s += &format!("@@ -{} +{} @@{}", h.old, h.new, h.section);
             s.extend(h.lines.iter().map(String::as_str));
         }
         s
     }
 }
 
-fn reverse_header_line(line: &str) -> String {
-    let swap_prefix = |from: &str, to: &str| line.strip_prefix(from).map(|r| format!("{to}{r}"));
-    if let Some(rest) = line.strip_prefix("diff --git ") {
-        let (a, b) = split_git_paths(rest.trim_end_matches('\n'));
-        return format!("diff --git a/{b} b/{a}\n");
-    }
-    if let Some(rest) = line.strip_prefix("index ") {
-        if let Some((ids, mode)) = rest.split_once("..").map(|(a, r)| {
-            let (b, mode) = r.split_once(' ').unwrap_or((r.trim_end_matches('\n'), ""));
-            (format!("{}..{a}", b.trim_end_matches('\n')), mode.to_string())
-        }) {
-            return if mode.is_empty() {
-                format!("index {ids}\n")
-            } else {
-                format!("index {ids} {mode}")
-            };
+/// Reads a whole diff text with libgit2.
+pub fn parse(text: &str) -> Result<Vec<FilePatch>, PatchError> {
+    let diff = read(text)?;
+    (0..diff.deltas().len()).map(|i| file_patch(&diff, i)).collect()
+}
+
+/// The diff at the start of `text` (an email's, which its signature follows), as libgit2 reads
+/// and prints it: the text it took, byte for byte.
+pub fn leading(text: &str) -> Result<String, PatchError> {
+    let diff = read(text)?;
+    let mut out = Vec::new();
+    diff.print(DiffFormat::Patch, |_, _, line| {
+        if matches!(line.origin(), '+' | '-' | ' ') {
+            out.push(line.origin() as u8);
         }
-    }
-    if let Some(name) = line.strip_prefix("--- ") {
-        return format!("+++ {}", swap_side(name, "b/"));
-    }
-    if let Some(name) = line.strip_prefix("+++ ") {
-        return format!("--- {}", swap_side(name, "a/"));
-    }
-    swap_prefix("new file mode ", "deleted file mode ")
-        .or_else(|| swap_prefix("deleted file mode ", "new file mode "))
-        .or_else(|| swap_prefix("old mode ", "new mode "))
-        .or_else(|| swap_prefix("new mode ", "old mode "))
-        .or_else(|| swap_prefix("rename from ", "rename to "))
-        .or_else(|| swap_prefix("rename to ", "rename from "))
-        .unwrap_or_else(|| line.to_string())
-}
-
-/// `a/x` becomes `b/x` (or the reverse); `/dev/null` stays.
-fn swap_side(name: &str, to: &str) -> String {
-    match name.get(..2) {
-        Some("a/") | Some("b/") => format!("{to}{}", &name[2..]),
-        _ => name.to_string(),
+        out.extend_from_slice(line.content());
+        true
+    })
+    .map_err(|e| malformed(None, &e))?;
+    let printed = String::from_utf8_lossy(&out).into_owned();
+    match text.starts_with(&printed) {
+        true => Ok(printed),
+        false => Err(PatchError::Malformed {
+            file: None,
+            line: None,
+            what: "libgit2 reads this diff other than it is written (fix the patch by hand or rewrite it with `records series export`/`import`)".into(),
+        }),
     }
 }
 
-/// Splits `a/X b/Y` (the `diff --git` line) into X and Y; equal halves win where names hold
-/// spaces.
-fn split_git_paths(rest: &str) -> (String, String) {
-    let body = rest.strip_prefix("a/").unwrap_or(rest);
-    if body.len() >= 3 && (body.len() - 3).is_multiple_of(2) {
-        let half = (body.len() - 3) / 2;
-        if body.is_char_boundary(half)
-            && &body[half..half + 3] == " b/"
-            && body[..half] == body[half + 3..]
+/// libgit2's error, with the diff line its message names ("... at line 6").
+fn malformed(file: Option<String>, e: &git2::Error) -> PatchError {
+    let what = e.message().to_string();
+    let line = what.rsplit_once(" at line ").and_then(|(_, n)| n.parse().ok());
+    PatchError::Malformed { file, what, line }
+}
+
+/// libgit2's diff of `text`; when it fails, the file it failed in is found by reading each
+/// file's part alone, and the line is libgit2's or else that file's `diff --git` line.
+fn read(text: &str) -> Result<Diff<'static>, PatchError> {
+    Diff::from_buffer(text.as_bytes()).map_err(|e| {
+        // (first line, text) of each file's part
+        let mut parts: Vec<(usize, String)> = Vec::new();
+        for (i, l) in text.split_inclusive('\n').enumerate() {
+            match (l.starts_with("diff --git "), parts.last_mut()) {
+                (false, Some((_, last))) => last.push_str(l),
+                _ => parts.push((i + 1, l.to_string())),
+            }
+        }
+        let failing = parts.iter().find(|(_, p)| Diff::from_buffer(p.as_bytes()).is_err());
+        let mut err = malformed(failing.and_then(|(_, p)| Some(git_path(p.lines().next()?))), &e);
+        if let (PatchError::Malformed { line: line @ None, .. }, Some((first, _))) =
+            (&mut err, failing)
         {
-            return (body[..half].to_string(), body[..half].to_string());
+            *line = Some(*first);
         }
-    }
-    match body.split_once(" b/") {
-        Some((a, b)) => (a.to_string(), b.to_string()),
-        None => (body.to_string(), body.to_string()),
-    }
-}
-
-/// A `---`/`+++` name: `None` for `/dev/null`, else the path without its `a/`/`b/` prefix.
-fn side_path(name: &str) -> Option<String> {
-    let name = name.trim_end_matches('\n');
-    let name = name.split('\t').next().unwrap_or(name);
-    if name == "/dev/null" {
-        return None;
-    }
-    Some(match name.get(..2) {
-        Some("a/") | Some("b/") => name[2..].to_string(),
-        _ => name.to_string(),
+        err
     })
 }
 
-const HEADER_PREFIXES: [&str; 13] = [
-    "index ",
-    "--- ",
-    "+++ ",
-    "new file mode ",
-    "deleted file mode ",
-    "old mode ",
-    "new mode ",
-    "similarity index ",
-    "dissimilarity index ",
-    "rename from ",
-    "rename to ",
-    "copy from ",
-    "copy to ",
-];
-
-/// Parses a whole diff text; anything after the last hunk is an error.
-pub fn parse(text: &str) -> Result<Vec<FilePatch>, PatchError> {
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let (files, used) = parse_files(&lines)?;
-    if used < lines.len() {
-        return Err(PatchError::Malformed {
-            line: used + 1,
-            what: format!("unexpected text after the last hunk: {:?}", lines[used].trim_end()),
-        });
-    }
-    Ok(files)
+/// The new side's path on a `diff --git a/X b/X` line (the failing file's name in an error).
+fn git_path(line: &str) -> String {
+    let rest = line.strip_prefix("diff --git ").unwrap_or(line);
+    rest.rsplit_once(" b/").map_or(rest, |(_, b)| b).to_string()
 }
 
-/// Parses file diffs from the start of `lines` for as long as they continue; returns them and
-/// how many lines they took. Hunks are consumed by their line counts, so a removed line that
-/// reads like a signature (`-- `) cannot end a diff early.
-pub fn parse_files(lines: &[&str]) -> Result<(Vec<FilePatch>, usize), PatchError> {
-    let mut files = Vec::new();
-    let mut i = 0;
-    while let Some(rest) = lines.get(i).and_then(|l| l.strip_prefix("diff --git ")) {
-        let (a, b) = split_git_paths(rest.trim_end_matches('\n'));
-        let mut f = FilePatch {
-            header: vec![lines[i].to_string()],
-            old_path: Some(a),
-            new_path: Some(b),
-            hunks: Vec::new(),
-        };
-        i = parse_header(lines, i + 1, &mut f)?;
-        while lines.get(i).is_some_and(|l| l.starts_with("@@ -")) {
-            let (hunk, next) = parse_hunk(lines, i, f.path())?;
-            f.hunks.push(hunk);
-            i = next;
-        }
-        files.push(f);
-    }
-    Ok((files, i))
+/// The `i`th file of `diff`, refusing what a record patch may not hold.
+fn file_patch(diff: &Diff, i: usize) -> Result<FilePatch, PatchError> {
+    let patch = Patch::from_diff(diff, i).map_err(|e| malformed(None, &e))?;
+    let delta = diff.get_delta(i).expect("a delta per index");
+    let path = |f: git2::DiffFile| f.path().map(|p| p.to_string_lossy().into_owned());
+    let (old, new) = (path(delta.old_file()), path(delta.new_file()));
+    let name = new.clone().or(old.clone()).unwrap_or_default();
+    let refuse = |what: &str| PatchError::Unsupported { file: name.clone(), what: what.into() };
+    let (old_path, new_path) = match delta.status() {
+        Delta::Added => (None, new),
+        Delta::Deleted => (old, None),
+        Delta::Modified => (old, new),
+        // libgit2 keeps no similarity to write a reversed rename with.
+        Delta::Renamed => return Err(refuse("a rename (write it as a deletion and an addition)")),
+        Delta::Copied => return Err(refuse("a copy")),
+        other => return Err(refuse(&format!("a {other:?} file"))),
+    };
+    let patch = match patch {
+        Some(p) if !delta.flags().is_binary() => p,
+        _ => return Err(refuse("a binary diff")),
+    };
+    let hunks = (0..patch.num_hunks()).map(|h| hunk(&patch, h)).collect::<Result<_, _>>();
+    let mode = |f: git2::DiffFile| u32::from(f.mode());
+    Ok(FilePatch {
+        old_mode: if old_path.is_some() { mode(delta.old_file()) } else { 0 },
+        new_mode: if new_path.is_some() { mode(delta.new_file()) } else { 0 },
+        old_id: abbreviated(delta.old_file().id()),
+        new_id: abbreviated(delta.new_file().id()),
+        old_path,
+        new_path,
+        hunks: hunks.map_err(|e| malformed(Some(name.clone()), &e))?,
+    })
 }
 
-fn malformed(i: usize, what: String) -> PatchError {
-    PatchError::Malformed { line: i + 1, what }
+/// An `index` line's id: libgit2 keeps an abbreviated one zero-padded to full length, so
+/// the trailing zeros are dropped down to git's seven digits.
+fn abbreviated(id: git2::Oid) -> String {
+    let hex = id.to_string();
+    let kept = hex.trim_end_matches('0').len().max(7);
+    hex[..kept].to_string()
 }
 
-/// The extended header lines of `f` from line `i` (modes, renames, `---`/`+++`); returns the
-/// index of the first line after them. Binary diffs and copies are refused.
-fn parse_header(lines: &[&str], mut i: usize, f: &mut FilePatch) -> Result<usize, PatchError> {
-    while let Some(&l) = lines.get(i) {
-        if l.starts_with("Binary files ") || l.starts_with("GIT binary patch") {
-            return Err(PatchError::Unsupported {
-                file: f.path().into(),
-                what: "a binary diff".into(),
-            });
-        }
-        if l.starts_with("copy from ") {
-            return Err(PatchError::Unsupported { file: f.path().into(), what: "a copy".into() });
-        }
-        if !HEADER_PREFIXES.iter().any(|p| l.starts_with(p)) {
-            break;
-        }
-        if let Some(n) = l.strip_prefix("--- ") {
-            f.old_path = side_path(n);
-        } else if let Some(n) = l.strip_prefix("+++ ") {
-            f.new_path = side_path(n);
-        } else if l.starts_with("new file mode ") {
-            f.old_path = None;
-        } else if l.starts_with("deleted file mode ") {
-            f.new_path = None;
-        } else if let Some(n) = l.strip_prefix("rename from ") {
-            f.old_path = Some(n.trim_end().to_string());
-        } else if let Some(n) = l.strip_prefix("rename to ") {
-            f.new_path = Some(n.trim_end().to_string());
-        }
-        f.header.push(l.to_string());
-        i += 1;
-    }
-    Ok(i)
-}
-
-/// The hunk of file `path` whose header is line `start`, consumed by its header's line counts;
-/// returns it and the index of the line after it.
-fn parse_hunk(lines: &[&str], start: usize, path: &str) -> Result<(Hunk, usize), PatchError> {
-    let h = &lines[start]["@@ -".len()..];
-    let (old, new, section) = parse_hunk_header(h).ok_or_else(|| {
-        malformed(start, format!("bad hunk header {:?}", lines[start].trim_end()))
-    })?;
-    let mut i = start + 1;
-    let (mut old_left, mut new_left) = (old.len, new.len);
-    while old_left > 0 || new_left > 0 {
-        let Some(&l) = lines.get(i) else {
-            return Err(malformed(start, format!("{path} hunk ends early")));
-        };
-        let (o, n) = match l.as_bytes().first() {
-            Some(b' ') | Some(b'\n') => (1, 1),
-            Some(b'-') => (1, 0),
-            Some(b'+') => (0, 1),
-            Some(b'\\') => (0, 0),
+/// Hunk `h` of `patch`: its ranges, its section and its lines as the diff writes them (git's
+/// "\ No newline at end of file" marker is its own line after the one it is about).
+fn hunk(patch: &Patch, h: usize) -> Result<Hunk, git2::Error> {
+    let (head, n) = patch.hunk(h)?;
+    let header = String::from_utf8_lossy(head.header()).into_owned();
+    let section = header.splitn(3, "@@").nth(2).unwrap_or("\n").to_string();
+    let mut lines: Vec<String> = Vec::with_capacity(n);
+    for l in 0..n {
+        let line = patch.line_in_hunk(h, l)?;
+        let content = String::from_utf8_lossy(line.content());
+        match line.origin() {
+            o @ ('+' | '-' | ' ') => lines.push(format!("{o}{content}")),
+            // The marker's content is "\n\ No newline at end of file\n": the newline the line
+            // before lacks in the file, and the marker.
             _ => {
-                let what = format!("unexpected line in a {path} hunk: {:?}", l.trim_end());
-                return Err(malformed(i, what));
+                if let Some(last) = lines.last_mut().filter(|l| !l.ends_with('\n')) {
+                    last.push('\n');
+                }
+                lines.push(content.trim_start_matches('\n').to_string());
             }
-        };
-        if o > old_left || n > new_left {
-            return Err(malformed(i, format!("{path} hunk is longer than its header says")));
         }
-        old_left -= o;
-        new_left -= n;
-        i += 1;
     }
-    // "\ No newline at end of file" after the last counted line still belongs here.
-    while lines.get(i).is_some_and(|l| l.starts_with('\\')) {
-        i += 1;
-    }
-    let body = lines[start + 1..i].iter().map(|l| l.to_string()).collect();
-    Ok((Hunk { old, new, section, lines: body }, i))
-}
-
-/// `1,3 +1,4 @@ fn x\n` (after `@@ -`) into its ranges and section.
-fn parse_hunk_header(h: &str) -> Option<(Range, Range, String)> {
-    let (old, rest) = h.split_once(" +")?;
-    let (new, section) = rest.split_once(" @@")?;
-    Some((parse_range(old)?, parse_range(new)?, section.to_string()))
-}
-
-fn parse_range(s: &str) -> Option<Range> {
-    Some(match s.split_once(',') {
-        Some((start, len)) => {
-            Range { start: start.parse().ok()?, len: len.parse().ok()?, explicit_len: true }
-        }
-        None => Range { start: s.parse().ok()?, len: 1, explicit_len: false },
+    Ok(Hunk {
+        old: Range { start: head.old_start(), len: head.old_lines() },
+        new: Range { start: head.new_start(), len: head.new_lines() },
+        section,
+        lines,
     })
 }
 
@@ -414,7 +363,7 @@ index 1111111..2222222 100644
 -ten
 +dix
 diff --git a/src/new.rs b/src/new.rs
-new file mode 100644
+new file mode 100755
 index 0000000..3333333
 --- /dev/null
 +++ b/src/new.rs
@@ -425,16 +374,23 @@ index 0000000..3333333
 ";
 
     #[test]
-    fn parses_and_renders_byte_identical() {
+    fn reads_as_written_and_renders_byte_identical() {
         let files = parse(DIFF).unwrap();
         assert_eq!(files.len(), 2);
         assert_eq!(files[0].hunks.len(), 2);
-        assert_eq!(files[0].hunks[1].old, Range { start: 10, len: 1, explicit_len: false });
-        assert_eq!(files[1].old_path, None);
+        assert_eq!(files[0].hunks[1].old, Range { start: 10, len: 1 });
+        assert_eq!(files[0].hunks[0].section, " fn main() {\n");
+        assert_eq!((files[0].old_id.as_str(), files[0].new_id.as_str()), ("1111111", "2222222"));
+        assert_eq!((files[1].old_path.as_deref(), files[1].new_mode), (None, 0o100755));
         assert_eq!(files[1].path(), "src/new.rs");
         assert_eq!(files[0].counts(), (3, 2));
+        assert_eq!(
+            files[1].hunks[0].lines,
+            ["+fn f() {}\n", "+-- \n", "\\ No newline at end of file\n"]
+        );
         let text: String = files.iter().map(FilePatch::render).collect();
         assert_eq!(text, DIFF);
+        assert_eq!(leading(&format!("{DIFF}-- \nrecords\n\n")).unwrap(), DIFF);
     }
 
     #[test]
@@ -442,11 +398,25 @@ index 0000000..3333333
         let files = parse(DIFF).unwrap();
         let rev: Vec<FilePatch> = files.iter().map(FilePatch::reversed).collect();
         let text: String = rev.iter().map(FilePatch::render).collect();
-        assert!(text.contains("deleted file mode 100644\nindex 3333333..0000000\n--- a/src/new.rs\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-fn f() {}\n--- \n"));
+        assert!(text.contains("diff --git a/src/new.rs b/src/new.rs\ndeleted file mode 100755\nindex 3333333..0000000\n--- a/src/new.rs\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-fn f() {}\n--- \n\\ No newline"), "{text}");
         assert!(text.contains("@@ -1,4 +1,3 @@ fn main() {\n one\n+two\n-deux\n-zwei\n three\n@@ -11 +10 @@\n+ten\n-dix\n"));
         assert!(text.contains("index 2222222..1111111 100644\n--- a/src/a.rs\n+++ b/src/a.rs\n"));
+        assert_eq!(parse(&text).unwrap(), rev, "libgit2 reads the reversal as built");
         let back: String = parse(&text).unwrap().iter().map(|f| f.reversed().render()).collect();
         assert_eq!(back, DIFF);
+    }
+
+    #[test]
+    fn modes_survive_reversal_and_renames_are_refused() {
+        let diff = "diff --git a/x b/x\nold mode 100644\nnew mode 100755\nindex 1111111..2222222\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n";
+        let f = &parse(diff).unwrap()[0];
+        assert_eq!((f.old_mode, f.new_mode), (0o100644, 0o100755));
+        assert_eq!(f.render(), diff);
+        let r = f.reversed();
+        assert_eq!(parse(&r.render()).unwrap()[0], r);
+        let renamed = "diff --git a/x b/y\nsimilarity index 90%\nrename from x\nrename to y\n";
+        let err = parse(renamed).unwrap_err().to_string();
+        assert!(err.contains("y: a rename"), "{err}");
     }
 
     #[test]
@@ -464,10 +434,16 @@ index 0000000..3333333
     }
 
     #[test]
-    fn errors_name_the_line() {
+    fn errors_name_the_file_and_line() {
         let short = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n";
-        assert!(matches!(parse(short), Err(PatchError::Malformed { line: 4, .. })));
-        let bin = "diff --git a/x b/x\nBinary files a/x and b/x differ\n";
-        assert!(matches!(parse(bin), Err(PatchError::Unsupported { .. })));
+        let two = format!("{DIFF}{short}");
+        let err = parse(&two).unwrap_err();
+        assert!(matches!(&err, PatchError::Malformed { file: Some(f), .. } if f == "x"), "{err}");
+        assert_eq!(err.line(), Some(DIFF.lines().count() + 1), "the short file's first line");
+        let stray = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\nzz\n b\n";
+        assert_eq!(parse(stray).unwrap_err().line(), Some(6));
+        let bin =
+            "diff --git a/x b/x\nindex 1111111..2222222 100644\nBinary files a/x and b/x differ\n";
+        assert!(matches!(parse(bin), Err(PatchError::Unsupported { .. })), "{:?}", parse(bin));
     }
 }

@@ -398,7 +398,7 @@ pub fn patch_on(base: &Path, edits: &[(&str, Option<&str>)], message: &str, t: i
     let diff =
         records::series::tree::diff_text(&repo, Some(before.tree_id()), after.tree_id()).unwrap();
     let commit = records::series::mailbox::Commit::from_git(&after, message, diff);
-    records::series::mailbox::write(&[commit])
+    records::series::mailbox::write(&[commit]).unwrap()
 }
 
 impl Fixture {
