@@ -96,7 +96,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("records: error: {}", records::present::report::chain(&e));
+            tracing::error!("records: error: {}", records::text::error::chain(&e));
             ExitCode::FAILURE
         }
     }

@@ -1,5 +1,5 @@
-//! What the CLI shows a person (over `text`'s figures and tables): the pager, curves, `diff`, `review`, the
-//! site, and how an error reads.
+//! What the CLI shows a person (over `text`'s figures and tables): the pager, curves, the
+//! typed report of a record (`report`) that `review` and the site render, `diff`, the site.
 pub mod diff;
 pub mod pager;
 pub mod plot;

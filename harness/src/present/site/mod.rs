@@ -63,7 +63,7 @@ pub fn build(root: &Path, results: &Path, out: &Path) -> Result<Built> {
     };
     for m in catalog.records() {
         let n = m.id();
-        write(&record_page(n), &pages::record(&env, &catalog, &series, (&replays, &model), n)?)?;
+        write(&record_page(n), &pages::record(&env, (&catalog, &series), (&replays, &model), n)?)?;
         if let Some(p) = m.record.parent {
             let (ta, tb) = (trees.get(&p), trees.get(&n));
             let (Some(&ta), Some(&tb)) = (ta, tb) else {
@@ -74,7 +74,7 @@ pub fn build(root: &Path, results: &Path, out: &Path) -> Result<Built> {
         }
     }
     for (_, u) in catalog.inside_steps() {
-        let page = pages::upstream(&env, &catalog, (&replays, &model), u.number)?;
+        let page = pages::upstream(&env, (&catalog, &series), (&replays, &model), u.number)?;
         write(&upstream_page(u.number), &page)?;
     }
     Ok(Built { files })

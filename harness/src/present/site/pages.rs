@@ -6,13 +6,12 @@ use crate::cost::model::Model;
 use crate::present::diff::{recipe_changes, RecipeChange};
 use crate::present::plot::svg;
 use crate::present::plot::{Chart, XAxis};
-use crate::present::review::{place_notes, Spot};
+use crate::present::report::{place_notes, Official, RecordReport, UpstreamReport};
 use crate::present::{predicted, walk};
 use crate::run::replays::{self, Replay};
 use crate::run::walk::{self as walks, Walk};
 use crate::series::patch::{self, FilePatch};
 use crate::series::{tree, Series};
-use crate::verdict::stats;
 use anyhow::{Context, Result};
 use git2::{Oid, Repository};
 use minijinja::value::Serde;
@@ -193,15 +192,15 @@ fn walk_view(
 /// it set none), where its commit is, this machine's replays of it, and the walk over its step.
 pub fn upstream(
     env: &Environment,
-    catalog: &Catalog,
+    (catalog, series): (&Catalog, &Series),
     (replays, model): (&Replays, &anyhow::Result<Model>),
     k: u32,
 ) -> Result<String> {
-    let step = upstream_recipe::step(catalog, k)
+    let ours = replays::of_record(&replays.results, k)?;
+    let u = UpstreamReport::load((catalog, series), model, ours, k)?
         .with_context(|| format!("upstream #{k} is in no manifest's rows"))?;
-    let m = step.manifest(PathBuf::new()).map_err(anyhow::Error::msg)?;
+    let (step, m) = (&u.step, &u.m);
     let holder = step.holder.id();
-    let index = step.holder.upstream.iter().position(|u| u.number == k).unwrap_or(0) + 1;
     let keys: Vec<RecipeRow> = step
         .changes()
         .into_iter()
@@ -215,26 +214,24 @@ pub fn upstream(
             RecipeRow { kind, key: key.clone(), old: show(before), new: show(after) }
         })
         .collect();
-    let ours = replays::of_record(&replays.results, k)?;
     let parent = holder_parent(catalog, holder)?;
     let parent_page = match step.parent == parent {
         true => super::record_page(parent),
         false => super::upstream_page(step.parent.n),
     };
-    let predicted = predicted::line_for(model, catalog, RecordId::main(k), Some(step.parent));
     let page = env.get_template("upstream.html")?.render(context! {
         r => Serde(&m.record),
         holder => Serde(holder),
         holder_page => super::record_page(holder),
         parent_page => parent_page,
-        commit => index,
-        commits => step.holder.upstream.len(),
+        commit => u.commit + 1,
+        commits => u.commits,
         same_math => Serde(&step.row.same_math),
         keys => Serde(keys),
-        official => Serde(official(&m)),
-        replays => Serde(ours.iter().map(|r| view(r, &m)).collect::<Vec<_>>()),
+        official => Serde(official(m, &Official::of(m, None))),
+        replays => Serde(u.replays.iter().map(|r| view(r, m)).collect::<Vec<_>>()),
         lab_steps => m.lab_steps(),
-        predicted => predicted,
+        predicted => &u.predicted,
         predicted_label => predicted::LABEL,
         walk => Serde(walk_view((replays, model), catalog, parent, holder)?),
     })?;
@@ -328,72 +325,45 @@ struct ReplayView {
 
 pub fn record(
     env: &Environment,
-    catalog: &Catalog,
-    series: &Series,
+    (catalog, series): (&Catalog, &Series),
     (replays, model): (&Replays, &anyhow::Result<Model>),
     n: RecordId,
 ) -> Result<String> {
-    let m = catalog.get(n)?;
-    let parent = m.record.parent.map(|p| catalog.get(p)).transpose()?;
-    let commits = &series.record(n)?.commits;
-    let parsed: Vec<Vec<FilePatch>> =
-        commits.iter().map(|c| patch::parse(&c.diff)).collect::<Result<_, _>>()?;
-    let (placed, loose) = place_notes(&m.notes, &parsed);
-    let commit_views: Vec<CommitView> = commits
+    let report = RecordReport::load((catalog, series), model, replays.of(n).to_vec(), n)?;
+    let (m, parent) = (report.m, report.parent);
+    let commits: Vec<CommitView> = report
+        .commits
         .iter()
-        .zip(&parsed)
         .enumerate()
-        .map(|(k, (c, files))| {
-            let (added, removed) = c.counts();
+        .map(|(k, c)| {
+            let (added, removed) = c.commit.counts();
             CommitView {
                 index: k + 1,
-                subject: c.subject.clone(),
-                credit: crate::present::review::upstream_credit(m, &c.subject),
-                body: c.body.clone(),
+                subject: c.commit.subject.clone(),
+                credit: c.credit.clone(),
+                body: c.commit.body.clone(),
                 added,
                 removed,
-                files: file_views(k, files, &placed),
+                files: file_views(&c.files, |f, h, l| c.notes_at(f, h, l)),
             }
         })
         .collect();
-    let loose: Vec<NoteView> = loose.into_iter().map(note_view).collect();
-    // Times on other hardware (a1 on 2×RTX 4090 against #1 on 8×H100) do not compare.
-    let time_delta = parent.filter(|p| p.record.hardware == m.record.hardware).map(|p| {
-        let d = m.record.official_time_s - p.record.official_time_s;
-        format!(
-            "{d:+.1} s ({:+.1}%) vs {} ({:.1} s)",
-            100.0 * d / p.record.official_time_s,
-            p.id(),
-            p.record.official_time_s
-        )
+    let loose: Vec<NoteView> = report.loose.iter().map(|(note, _)| note_view(note)).collect();
+    let time_delta = report.time_change.map(|c| {
+        format!("{:+.1} s ({:+.1}%) vs {} ({:.1} s)", c.delta_s, c.pct(), c.parent, c.parent_s)
     });
-    let predicted = predicted::line_for(model, catalog, n, m.record.parent);
-    let ours = replays.of(n);
-    let mut figures = Vec::new();
-    for x in [XAxis::Step, XAxis::Seconds] {
-        if let Some(c) = Chart::official(m, x) {
-            figures.push(svg::figure(&c, FIGURE)?);
-        }
-    }
-    for lab in [true, false] {
-        for x in [XAxis::Step, XAxis::Seconds] {
-            if let Some(c) = Chart::ours(n, ours, lab, replays.lab_targets.get(&n).copied(), x) {
-                figures.push(svg::figure(&c, FIGURE)?);
-            }
-        }
-    }
     let page = env.get_template("record.html")?.render(context! {
         r => Serde(record_view(&m.record)),
         parent => Serde(parent.map(|p| record_view(&p.record))),
         diff_page => Serde(parent.map(|p| super::diff_page(p.id(), n))),
         time_delta => Serde(time_delta),
-        predicted => predicted,
+        predicted => &report.predicted,
         predicted_label => predicted::LABEL,
-        commits => Serde(commit_views),
+        commits => Serde(commits),
         loose => Serde(loose),
-        official => Serde(official(m)),
-        replays => Serde(ours.iter().map(|r| view(r, m)).collect::<Vec<_>>()),
-        figures => Serde(figures),
+        official => Serde(official(m, &report.official)),
+        replays => Serde(report.replays.iter().map(|r| view(r, m)).collect::<Vec<_>>()),
+        figures => Serde(record_figures(&report, replays.lab_targets.get(&n).copied())?),
         target => TARGET_VAL_LOSS,
         walk => Serde(match parent {
             Some(p) => walk_view((replays, model), catalog, p.id(), n)?,
@@ -401,6 +371,21 @@ pub fn record(
         }),
     })?;
     Ok(page)
+}
+
+/// The official curves, then ours at lab and full scale, each over steps and seconds.
+fn record_figures(report: &RecordReport, lab_target: Option<f64>) -> Result<Vec<svg::Figure>> {
+    let (m, ours, n) = (report.m, &report.replays, report.m.id());
+    let mut charts: Vec<Chart> = Vec::new();
+    for x in [XAxis::Step, XAxis::Seconds] {
+        charts.extend(Chart::official(m, x));
+    }
+    for lab in [true, false] {
+        for x in [XAxis::Step, XAxis::Seconds] {
+            charts.extend(Chart::ours(n, ours, lab, lab_target, x));
+        }
+    }
+    charts.iter().map(|c| svg::figure(c, FIGURE)).collect()
 }
 
 #[derive(Serialize)]
@@ -462,7 +447,9 @@ pub fn diff(
         b => Serde(record_view(&mb.record)),
         between => Serde(between),
         recipe => Serde(recipe),
-        files => Serde(file_views(0, &files_once[0], &placed)),
+        files => Serde(file_views(&files_once[0], |f, h, l| {
+            placed.get(&(0, f, h, l)).map_or(&[][..], Vec::as_slice)
+        })),
         figures => Serde(figures),
         predicted => predicted,
         predicted_label => predicted::LABEL,
@@ -480,11 +467,10 @@ fn recipe_row(c: RecipeChange) -> RecipeRow {
     RecipeRow { kind, key, old, new }
 }
 
-/// The files of commit `ci`, each line with the notes `placed` there.
-fn file_views(
-    ci: usize,
+/// A commit's files, each line with the notes that `notes(file, hunk, line)` places there.
+fn file_views<'n>(
     files: &[FilePatch],
-    placed: &BTreeMap<Spot, Vec<&Note>>,
+    notes: impl Fn(usize, usize, usize) -> &'n [&'n Note],
 ) -> Vec<FileView> {
     files
         .iter()
@@ -500,9 +486,7 @@ fn file_views(
                         .numbered_lines()
                         .into_iter()
                         .enumerate()
-                        .map(|(li, (num, text))| {
-                            line_view(num, text, placed.get(&(ci, fi, hi, li)))
-                        })
+                        .map(|(li, (num, text))| line_view(num, text, notes(fi, hi, li)))
                         .collect();
                     span_notes(&mut lines);
                     HunkView { header: h.header(), lines }
@@ -523,7 +507,7 @@ fn file_views(
         .collect()
 }
 
-fn line_view(num: Option<u32>, text: &str, notes: Option<&Vec<&Note>>) -> LineView {
+fn line_view(num: Option<u32>, text: &str, notes: &[&Note]) -> LineView {
     let body = text.strip_suffix('\n').unwrap_or(text);
     let (sign, rest) = body.split_at(body.len().min(1));
     LineView {
@@ -536,7 +520,7 @@ fn line_view(num: Option<u32>, text: &str, notes: Option<&Vec<&Note>>) -> LineVi
         sign: sign.to_string(),
         line: num,
         text: rest.to_string(),
-        notes: notes.into_iter().flatten().map(|&n| note_view(n)).collect(),
+        notes: notes.iter().map(|&n| note_view(n)).collect(),
         note_rows: 0,
     }
 }
@@ -553,18 +537,18 @@ fn span_notes(lines: &mut [LineView]) {
     }
 }
 
-fn official(m: &Manifest) -> OfficialView {
+fn official(m: &Manifest, o: &Official) -> OfficialView {
     let e = &m.evidence;
-    let mean = stats::Summary::of(&e.val_losses).map(|s| {
+    let mean = o.loss.as_ref().map(|s| {
         let std = s.std.map(|x| format!(" ± {x:.4}")).unwrap_or_default();
         format!("{:.4}{std}", s.mean)
     });
-    let ttest = match stats::ttest_1samp_less(&e.val_losses, TARGET_VAL_LOSS) {
+    let ttest = match &o.ttest {
         Some(t) => Some(t.stated(TARGET_VAL_LOSS)),
         None if !e.val_losses.is_empty() => Some("p-value: needs two or more runs".into()),
         None => None,
     };
-    let times = stats::Summary::of(&e.train_times_s).map(|s| {
+    let times = o.times.as_ref().map(|s| {
         let std = s.std.map(|x| format!(" ± {x:.3}")).unwrap_or_default();
         format!("{:.3}{std} s over {} run(s)", s.mean, s.n)
     });
