@@ -169,7 +169,7 @@ fn commit_view(out: &mut String, (k, n): (usize, usize), c: &CommitReport, md: b
             out.push('\n');
         }
     }
-    for (fi, f) in c.files.iter().enumerate() {
+    for (fi, f) in c.diff.files.iter().enumerate() {
         let (fa, fd) = f.counts();
         let what = match (&f.old_path, &f.new_path) {
             (None, _) => " (new file)",
@@ -200,7 +200,7 @@ fn commit_view(out: &mut String, (k, n): (usize, usize), c: &CommitReport, md: b
                 if !text.ends_with('\n') {
                     out.push('\n');
                 }
-                for note in c.notes_at(fi, hi, li) {
+                for note in c.diff.notes_at(fi, hi, li) {
                     if md {
                         let quoted = note.text.trim().replace('\n', "\n> ");
                         out.push_str(&format!(

@@ -1,114 +1,79 @@
-//! The code diff of two trees: one unified diff per changed file, and its stat.
+//! The code diff of two trees as text: the report's files and hunks (libgit2's), painted, and
+//! their stat.
 use super::Paint;
-use similar::{ChangeTag, TextDiff};
-use std::collections::BTreeMap;
+use crate::series::patch::FilePatch;
 
-/// Files of a tree: path → (mode, content).
-pub type Files = BTreeMap<String, (i32, Vec<u8>)>;
-
-/// Lines added and removed in one file.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FileStat {
-    pub path: String,
-    pub added: usize,
-    pub removed: usize,
-}
-
-/// The unified diff from `old` to `new` (one section per changed file) and its stat.
-pub fn code_diff(old: &Files, new: &Files, paint: Paint) -> (String, Vec<FileStat>) {
+/// One unified diff section per changed file.
+pub(super) fn view(files: &[FilePatch], paint: Paint) -> String {
     let mut out = String::new();
-    let mut stats = Vec::new();
-    let paths: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
-    for path in paths {
-        let (o, n) = (old.get(path), new.get(path));
-        if o == n {
-            continue;
-        }
-        let a_name = if o.is_some() { format!("a/{path}") } else { "/dev/null".into() };
-        let b_name = if n.is_some() { format!("b/{path}") } else { "/dev/null".into() };
-        out.push_str(&paint.bold(&format!("diff {a_name} {b_name}")));
-        out.push('\n');
-        if let (Some((om, _)), Some((nm, _))) = (o, n) {
-            if om != nm {
-                out.push_str(&format!("mode {om:o} → {nm:o}\n"));
-            }
-        }
-        let (ob, nb) = (o.map_or(&[][..], |x| &x.1), n.map_or(&[][..], |x| &x.1));
-        let (Ok(ot), Ok(nt)) = (std::str::from_utf8(ob), std::str::from_utf8(nb)) else {
-            out.push_str(&format!("Binary files {a_name} and {b_name} differ\n"));
-            stats.push(FileStat { path: path.clone(), added: 0, removed: 0 });
-            continue;
+    for f in files {
+        let side = |p: &Option<String>, prefix: &str| match p {
+            Some(p) => format!("{prefix}{p}"),
+            None => "/dev/null".into(),
         };
-        let td = TextDiff::from_lines(ot, nt);
-        let mut stat = FileStat { path: path.clone(), added: 0, removed: 0 };
-        if ot != nt {
-            out.push_str(&paint.bold(&format!("--- {a_name}\n+++ {b_name}")));
+        let (a, b) = (side(&f.old_path, "a/"), side(&f.new_path, "b/"));
+        let path = f.path();
+        out.push_str(&paint.bold(&format!("diff --git a/{path} b/{path}")));
+        out.push('\n');
+        if f.old_path.is_some() && f.new_path.is_some() && f.old_mode != f.new_mode {
+            out.push_str(&format!("mode {:o} → {:o}\n", f.old_mode, f.new_mode));
+        }
+        if !f.hunks.is_empty() {
+            out.push_str(&paint.bold(&format!("--- {a}\n+++ {b}")));
             out.push('\n');
         }
-        for hunk in td.unified_diff().context_radius(3).iter_hunks() {
-            out.push_str(&paint.cyan(&hunk.header().to_string()));
+        for h in &f.hunks {
+            out.push_str(&paint.cyan(&h.header()));
             out.push('\n');
-            for change in hunk.iter_changes() {
-                let sign = match change.tag() {
-                    ChangeTag::Delete => {
-                        stat.removed += 1;
-                        '-'
-                    }
-                    ChangeTag::Insert => {
-                        stat.added += 1;
-                        '+'
-                    }
-                    ChangeTag::Equal => ' ',
-                };
-                out.push_str(&paint.diff_line(&format!("{sign}{}", change.to_string_lossy())));
-                if change.missing_newline() {
-                    out.push_str("\n\\ No newline at end of file\n");
-                }
+            for line in &h.lines {
+                out.push_str(&paint.diff_line(line));
             }
         }
-        stats.push(stat);
     }
-    (out, stats)
+    out
 }
 
 /// The files a diff touched and their line counts.
-pub(super) fn stat_view(stats: &[FileStat]) -> String {
-    if stats.is_empty() {
+pub(super) fn stat_view(files: &[FilePatch]) -> String {
+    if files.is_empty() {
         return String::new();
     }
-    let width = stats.iter().map(|s| s.path.len()).max().unwrap_or(0);
+    let width = files.iter().map(|f| f.path().len()).max().unwrap_or(0);
     let mut out = String::from("  Files:\n");
-    for s in stats {
-        out.push_str(&format!("    {:<width$}  +{} -{}\n", s.path, s.added, s.removed));
+    let (mut add, mut del) = (0, 0);
+    for f in files {
+        let (a, d) = f.counts();
+        out.push_str(&format!("    {:<width$}  +{a} -{d}\n", f.path()));
+        (add, del) = (add + a, del + d);
     }
-    let (add, del) = stats.iter().fold((0, 0), |t, s| (t.0 + s.added, t.1 + s.removed));
-    out.push_str(&format!("    {} file(s) changed, +{add} -{del}\n", stats.len()));
+    out.push_str(&format!("    {} file(s) changed, +{add} -{del}\n", files.len()));
     out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::present::diff::Paint;
-
-    fn files(list: &[(&str, &str)]) -> Files {
-        list.iter().map(|(p, t)| (p.to_string(), (0o100644, t.as_bytes().to_vec()))).collect()
-    }
+    use crate::series::patch;
 
     #[test]
-    fn code_diff_covers_changed_new_and_deleted_files() {
-        let old = files(&[("a.rs", "one\ntwo\n"), ("gone.rs", "x\n"), ("same.rs", "s\n")]);
-        let new = files(&[("a.rs", "one\n2\n"), ("new.rs", "y\n"), ("same.rs", "s\n")]);
-        let (text, stats) = code_diff(&old, &new, Paint(false));
+    fn a_diff_prints_changed_new_and_deleted_files_with_their_stat() {
+        let diff = "diff --git a/a.rs b/a.rs\nindex 1111111..2222222 100644\n--- a/a.rs\n+++ b/a.rs\n@@ -1,2 +1,2 @@\n one\n-two\n+2\ndiff --git a/gone.rs b/gone.rs\ndeleted file mode 100644\nindex 3333333..0000000\n--- a/gone.rs\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\ndiff --git a/new.rs b/new.rs\nnew file mode 100644\nindex 0000000..4444444\n--- /dev/null\n+++ b/new.rs\n@@ -0,0 +1 @@\n+y\n";
+        let files = patch::parse(diff).unwrap();
+        let text = view(&files, Paint(false));
         assert!(
             text.contains("--- a/a.rs\n+++ b/a.rs\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n"),
             "{text}"
         );
-        assert!(text.contains("--- a/gone.rs\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"), "{text}");
+        assert!(
+            text.contains(
+                "diff --git a/gone.rs b/gone.rs\n--- a/gone.rs\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
+            ),
+            "{text}"
+        );
         assert!(text.contains("+++ b/new.rs\n@@ -0,0 +1 @@\n+y\n"), "{text}");
-        assert!(!text.contains("same.rs"));
-        let a = stats.iter().find(|s| s.path == "a.rs").unwrap();
-        assert_eq!((a.added, a.removed), (1, 1));
+        let stat = stat_view(&files);
+        assert!(stat.contains("    a.rs     +1 -1\n    gone.rs  +0 -1\n"), "{stat}");
+        assert!(stat.contains("3 file(s) changed, +2 -2"), "{stat}");
     }
 
     #[test]

@@ -1,36 +1,25 @@
 //! The commits between two records: the series view of `records diff`.
 use super::Paint;
-use crate::catalog::{pr_text, Catalog, RecordId};
-use crate::series::{Record, Series};
-use anyhow::{Context, Result};
+use crate::catalog::{pr_text, Catalog};
+use crate::present::report::DiffReport;
+use crate::series::Record;
+use anyhow::Result;
 
 /// The commits between the two records, with titles and line counts; from newer to older they
 /// are listed newest first as undone (their counts swapped). Records on two lines (#29 and a2)
 /// meet at the record both descend from (#1): the commits undone from `a` back to it, then
 /// those from it to `b`.
-pub(super) fn view(
-    catalog: &Catalog,
-    series: &Series,
-    a: RecordId,
-    b: RecordId,
-    paint: Paint,
-) -> Result<String> {
-    let (la, lb) = (series.lineage(a)?, series.lineage(b)?);
-    let common = la.iter().zip(&lb).take_while(|(x, y)| x == y).count();
-    let meet = *la.get(common.wrapping_sub(1)).context("two records of one series")?;
+pub(super) fn view(catalog: &Catalog, report: &DiffReport, paint: Paint) -> Result<String> {
+    let (a, b, meet) = (report.a.id(), report.b.id(), report.meet);
     let mut out = String::new();
     if meet != a {
-        let undone: Vec<_> = la[common..].iter().rev().map(|&r| series.record(r)).collect();
-        let undone = undone.into_iter().collect::<Result<Vec<_>, _>>()?;
         let head = format!("Commits undone from {a} back to {meet} (newest first)");
         out.push_str(&format!("{}\n", paint.bold(&head)));
-        records(&mut out, catalog, &undone, false, paint)?;
+        records(&mut out, catalog, &report.undone, false, paint)?;
     }
     if meet != b {
-        let done: Vec<_> = lb[common..].iter().map(|&r| series.record(r)).collect();
-        let done = done.into_iter().collect::<Result<Vec<_>, _>>()?;
         out.push_str(&format!("{}\n", paint.bold(&format!("Commits from {meet} to {b}"))));
-        records(&mut out, catalog, &done, true, paint)?;
+        records(&mut out, catalog, &report.done, true, paint)?;
     }
     Ok(out)
 }

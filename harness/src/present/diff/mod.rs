@@ -1,6 +1,7 @@
 //! `records diff A B`: what changed between two records: the facts side by side
 //! (`facts.rs`), the commits between them (`commits.rs`), the recipe diff of their manifests
-//! (`recipe.rs`) and the code diff of their trees (`code.rs`). Either order works; from a newer
+//! (`recipe.rs`) and the code diff of their trees (`code.rs`), each rendered from the diff's
+//! report (`present::report::DiffReport`). Either order works; from a newer
 //! record to an older one the commits are listed as undone; across tracks (#29 and a2), undone
 //! back to the record both descend from (#1), then done. For an upstream record inside a step,
 //! `upstream.rs`.
@@ -12,13 +13,12 @@ pub mod recipe;
 pub mod upstream;
 
 use crate::catalog::{Catalog, RecordId};
-use crate::series::{apply, recorded, tree, Series};
+use crate::present::report::DiffReport;
+use crate::series::{apply, recorded, Series};
 use anyhow::Result;
 use std::path::Path;
 
-pub use code::{code_diff, FileStat, Files};
 pub use paint::Paint;
-pub use recipe::{recipe_changes, RecipeChange};
 
 /// Which parts to print (the facts side by side always come first).
 #[derive(Debug, Clone, Copy)]
@@ -35,7 +35,7 @@ pub struct Rendered {
     pub body: String,
 }
 
-/// Renders `records diff a b`.
+/// Renders `records diff a b` from its report.
 pub fn render(
     root: &Path,
     a: RecordId,
@@ -45,9 +45,21 @@ pub fn render(
 ) -> Result<Rendered> {
     let catalog = Catalog::load(root)?;
     let series = Series::load(root)?;
-    let (ma, mb) = (catalog.get(a)?, catalog.get(b)?);
-    series.position(a)?;
-    series.position(b)?;
+    let repo = apply::scratch_repo()?;
+    // An unknown record is named (with where the upstream records are) before any tree is made.
+    for n in [a, b] {
+        catalog.get(n)?;
+        series.position(n)?;
+    }
+    let trees = match parts.code || parts.series {
+        true => {
+            let trees = recorded::trees_of(&catalog, &series, &repo, &[a, b])?;
+            Some((trees[&a], trees[&b]))
+        }
+        false => None,
+    };
+    let report = DiffReport::load((&catalog, &series), &repo, (a, b), trees)?;
+    let (ma, mb) = (report.a, report.b);
     let mut head = paint.bold(&format!(
         "records diff {a} → {b}\n  {a}: {}\n  {b}: {}\n",
         ma.record.title, mb.record.title
@@ -55,28 +67,20 @@ pub fn render(
     head.push('\n');
     head.push_str(&facts::view(root, ma, mb)?);
     let mut out = String::new();
-    let need_trees = parts.code || parts.series;
-    let (old, new) = if need_trees {
-        let repo = apply::scratch_repo()?;
-        let trees = recorded::trees_of(&catalog, &series, &repo, &[a, b])?;
-        (tree::files(&repo, trees[&a])?, tree::files(&repo, trees[&b])?)
-    } else {
-        Default::default()
-    };
-    let (code, stats) = code_diff(&old, &new, paint);
     if parts.series {
         out.push('\n');
-        out.push_str(&commits::view(&catalog, &series, a, b, paint)?);
-        out.push_str(&code::stat_view(&stats));
+        out.push_str(&commits::view(&catalog, &report, paint)?);
+        out.push_str(&code::stat_view(&report.code.files));
     }
     if parts.recipe {
         out.push('\n');
-        out.push_str(&recipe::view(ma, mb, paint));
+        out.push_str(&recipe::view(ma, mb, &report.recipe, paint));
     }
     if parts.code {
         out.push('\n');
         out.push_str(&paint.bold(&format!("Code {a} → {b}")));
         out.push('\n');
+        let code = code::view(&report.code.files, paint);
         out.push_str(if code.is_empty() { "  (the trees are identical)\n" } else { &code });
     }
     Ok(Rendered { head, body: out })

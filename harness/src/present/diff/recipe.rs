@@ -2,55 +2,16 @@
 //! by the manifest's sections, each with the comment its line carries.
 use super::Paint;
 use crate::catalog::Manifest;
+use crate::present::report::RecipeChange;
 use std::collections::BTreeMap;
-
-/// One key of a recipe (or lab) table that differs; keys are dotted paths.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RecipeChange {
-    Added { key: String, new: toml::Value },
-    Removed { key: String, old: toml::Value },
-    Changed { key: String, old: toml::Value, new: toml::Value },
-}
-
-/// The recipe and lab keys that differ from `a` to `b`, sorted by key.
-pub fn recipe_changes(a: &Manifest, b: &Manifest) -> Vec<RecipeChange> {
-    let (mut fa, mut fb) = (BTreeMap::new(), BTreeMap::new());
-    flatten("", &a.recipe, &mut fa);
-    flatten("lab.", &a.lab, &mut fa);
-    flatten("", &b.recipe, &mut fb);
-    flatten("lab.", &b.lab, &mut fb);
-    let keys: std::collections::BTreeSet<&String> = fa.keys().chain(fb.keys()).collect();
-    keys.into_iter()
-        .filter_map(|k| match (fa.get(k), fb.get(k)) {
-            (Some(o), Some(n)) if o != n => {
-                Some(RecipeChange::Changed { key: k.clone(), old: o.clone(), new: n.clone() })
-            }
-            (None, Some(n)) => Some(RecipeChange::Added { key: k.clone(), new: n.clone() }),
-            (Some(o), None) => Some(RecipeChange::Removed { key: k.clone(), old: o.clone() }),
-            _ => None,
-        })
-        .collect()
-}
-
-fn flatten(prefix: &str, table: &toml::Table, out: &mut BTreeMap<String, toml::Value>) {
-    for (k, v) in table {
-        match v {
-            toml::Value::Table(t) => flatten(&format!("{prefix}{k}."), t, out),
-            _ => {
-                out.insert(format!("{prefix}{k}"), v.clone());
-            }
-        }
-    }
-}
 
 /// The recipe part of `records diff a b`: each changed key by the manifest section it sits in,
 /// with the comment its line carries.
-pub fn view(ma: &Manifest, mb: &Manifest, paint: Paint) -> String {
+pub fn view(ma: &Manifest, mb: &Manifest, changes: &[RecipeChange], paint: Paint) -> String {
     let (a, b) = (ma.id(), mb.id());
     let mut out = String::new();
     out.push_str(&paint.bold(&format!("Recipe {a} → {b}")));
     out.push('\n');
-    let changes = recipe_changes(ma, mb);
     if changes.is_empty() {
         out.push_str("  (no recipe changes)\n");
     }
@@ -61,7 +22,7 @@ pub fn view(ma: &Manifest, mb: &Manifest, paint: Paint) -> String {
     };
     let (la, lb) = (lines(ma), lines(mb));
     let (mut why_a, mut why_b) = (KeyComments::of(ma, &la), KeyComments::of(mb, &lb));
-    for (section, group) in by_section(changes, (ma, &la), (mb, &lb)) {
+    for (section, group) in by_section(changes.to_vec(), (ma, &la), (mb, &lb)) {
         let indent = if section.is_empty() { "  " } else { "    " };
         if !section.is_empty() {
             out.push_str(&format!("  {section}\n"));

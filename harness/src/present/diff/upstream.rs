@@ -4,7 +4,7 @@
 use super::Paint;
 use crate::catalog::upstream_recipe::{changes, step};
 use crate::catalog::{Catalog, Manifest, RecordId, Upstream, SERIES};
-use crate::series::{apply, tree, Series};
+use crate::series::{apply, patch, tree, Series};
 use anyhow::{Context, Result};
 use std::borrow::Cow;
 use std::path::Path;
@@ -70,10 +70,7 @@ pub fn render(root: &Path, a: RecordId, b: RecordId, paint: Paint) -> Result<Opt
     let code = tree::diff_text(&repo, Some(old_tree), new_tree)?;
     let header = format!("Code #{lo} → #{hi} (the two trees; `records review K` for one commit)");
     out.push_str(&format!("\n{}\n", paint.bold(&header)));
-    for line in code.lines() {
-        out.push_str(&paint.diff_line(line));
-        out.push('\n');
-    }
+    out.push_str(&super::code::view(&patch::parse(&code)?, paint));
     Ok(Some(out))
 }
 

@@ -2,7 +2,8 @@
 //! gathered once from the catalog, the series, the time model and this machine's replays.
 //! `review` renders it as text or Markdown and the site as HTML; neither reads a manifest's
 //! figures, a patch or a verdict on its own. An upstream record inside a step has its own
-//! (`upstream.rs`).
+//! (`upstream.rs`), and so has a diff of two records (`diff.rs`).
+mod diff;
 mod notes;
 mod upstream;
 
@@ -17,6 +18,7 @@ use crate::verdict::stats::{self, Summary, TTest};
 use anyhow::Result;
 use std::collections::BTreeMap;
 
+pub use diff::{recipe_changes, DiffReport, RecipeChange};
 pub use notes::{place_notes, Spot};
 pub use upstream::UpstreamReport;
 
@@ -42,12 +44,17 @@ pub struct CommitReport<'a> {
     pub commit: &'a Commit,
     /// Whose change it ports (the upstream record and its authors, never the porter).
     pub credit: String,
+    pub diff: NotedDiff<'a>,
+}
+
+/// A diff's files with the manifest's notes placed at their lines.
+pub struct NotedDiff<'a> {
     pub files: Vec<FilePatch>,
-    /// Notes by (file, hunk, body line) of this commit's diff.
+    /// Notes by (file, hunk, body line).
     pub notes: BTreeMap<(usize, usize, usize), Vec<&'a Note>>,
 }
 
-impl CommitReport<'_> {
+impl NotedDiff<'_> {
     /// The notes placed at body line `line` of hunk `hunk` of file `file`.
     pub fn notes_at(&self, file: usize, hunk: usize, line: usize) -> &[&Note] {
         self.notes.get(&(file, hunk, line)).map_or(&[], Vec::as_slice)
@@ -141,12 +148,11 @@ fn commits<'a>(
         .map(|(c, files)| CommitReport {
             commit: c,
             credit: upstream_credit(m, &c.subject),
-            files,
-            notes: BTreeMap::new(),
+            diff: NotedDiff { files, notes: BTreeMap::new() },
         })
         .collect();
     for ((ci, fi, hi, li), notes) in placed {
-        reports[ci].notes.insert((fi, hi, li), notes);
+        reports[ci].diff.notes.insert((fi, hi, li), notes);
     }
     Ok((reports, loose))
 }

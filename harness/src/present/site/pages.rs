@@ -3,15 +3,15 @@
 use crate::catalog::TARGET_VAL_LOSS;
 use crate::catalog::{upstream_recipe, Catalog, Manifest, Note, RecordFacts, RecordId, Track};
 use crate::cost::model::Model;
-use crate::present::diff::{recipe_changes, RecipeChange};
 use crate::present::plot::svg;
 use crate::present::plot::{Chart, XAxis};
-use crate::present::report::{place_notes, Official, RecordReport, UpstreamReport};
+use crate::present::report::{
+    DiffReport, NotedDiff, Official, RecipeChange, RecordReport, UpstreamReport,
+};
 use crate::present::{predicted, walk};
 use crate::run::replays::{self, Replay};
 use crate::run::walk::{self as walks, Walk};
-use crate::series::patch::{self, FilePatch};
-use crate::series::{tree, Series};
+use crate::series::Series;
 use anyhow::{Context, Result};
 use git2::{Oid, Repository};
 use minijinja::value::Serde;
@@ -344,7 +344,7 @@ pub fn record(
                 body: c.commit.body.clone(),
                 added,
                 removed,
-                files: file_views(&c.files, |f, h, l| c.notes_at(f, h, l)),
+                files: file_views(&c.diff),
             }
         })
         .collect();
@@ -403,8 +403,8 @@ struct RecipeRow {
 }
 
 /// The page of the diff from record `a` to its descendant `b`: the commits between, the recipe
-/// changes, the code diff of their trees (git2) with `b`'s notes beside their lines, and the
-/// two official curves overlaid.
+/// changes, the code diff of their trees with `b`'s notes beside their lines, and the two
+/// official curves overlaid.
 pub fn diff(
     env: &Environment,
     (catalog, model): (&Catalog, &anyhow::Result<Model>),
@@ -413,10 +413,11 @@ pub fn diff(
     (a, tree_a): (RecordId, Oid),
     (b, tree_b): (RecordId, Oid),
 ) -> Result<String> {
-    let (ma, mb) = (catalog.get(a)?, catalog.get(b)?);
+    let report = DiffReport::load((catalog, series), repo, (a, b), Some((tree_a, tree_b)))?;
+    let (ma, mb) = (report.a, report.b);
     let predicted = predicted::line_for(model, catalog, b, Some(a));
-    let between: Vec<SeriesRecord> = series
-        .between(a, b)?
+    let between: Vec<SeriesRecord> = report
+        .done
         .iter()
         .map(|r| {
             Ok(SeriesRecord {
@@ -432,10 +433,7 @@ pub fn diff(
             })
         })
         .collect::<Result<_>>()?;
-    let recipe: Vec<RecipeRow> = recipe_changes(ma, mb).into_iter().map(recipe_row).collect();
-    let files = patch::parse(&tree::diff_text(repo, Some(tree_a), tree_b)?)?;
-    let files_once = [files];
-    let (placed, _) = place_notes(&mb.notes, &files_once);
+    let recipe: Vec<RecipeRow> = report.recipe.iter().cloned().map(recipe_row).collect();
     let mut figures = Vec::new();
     for x in [XAxis::Step, XAxis::Seconds] {
         if let Some(c) = Chart::official_pair(ma, mb, x) {
@@ -447,9 +445,7 @@ pub fn diff(
         b => Serde(record_view(&mb.record)),
         between => Serde(between),
         recipe => Serde(recipe),
-        files => Serde(file_views(&files_once[0], |f, h, l| {
-            placed.get(&(0, f, h, l)).map_or(&[][..], Vec::as_slice)
-        })),
+        files => Serde(file_views(&report.code)),
         figures => Serde(figures),
         predicted => predicted,
         predicted_label => predicted::LABEL,
@@ -467,12 +463,9 @@ fn recipe_row(c: RecipeChange) -> RecipeRow {
     RecipeRow { kind, key, old, new }
 }
 
-/// A commit's files, each line with the notes that `notes(file, hunk, line)` places there.
-fn file_views<'n>(
-    files: &[FilePatch],
-    notes: impl Fn(usize, usize, usize) -> &'n [&'n Note],
-) -> Vec<FileView> {
-    files
+/// A diff's files, each line with the notes placed there.
+fn file_views(diff: &NotedDiff) -> Vec<FileView> {
+    diff.files
         .iter()
         .enumerate()
         .map(|(fi, f)| {
@@ -486,7 +479,7 @@ fn file_views<'n>(
                         .numbered_lines()
                         .into_iter()
                         .enumerate()
-                        .map(|(li, (num, text))| line_view(num, text, notes(fi, hi, li)))
+                        .map(|(li, (num, text))| line_view(num, text, diff.notes_at(fi, hi, li)))
                         .collect();
                     span_notes(&mut lines);
                     HunkView { header: h.header(), lines }
