@@ -209,6 +209,21 @@ impl Manifest {
         self.lab.get("steps").and_then(|v| v.as_integer()).map_or(0, |s| s as u64)
     }
 
+    /// The recipe as the record's trainer reads it at `scale` (at lab scale over `steps`, or
+    /// `[lab] steps` when `None`).
+    pub fn typed_recipe(
+        &self,
+        scale: crate::trainer::recipe::Scale,
+        steps: Option<u64>,
+    ) -> Result<crate::trainer::recipe::Recipe> {
+        let name = match scale {
+            crate::trainer::recipe::Scale::Full => "full",
+            crate::trainer::recipe::Scale::Lab => "lab",
+        };
+        recipe_check::typed(&self.recipe, &self.lab, scale, steps)
+            .with_context(|| format!("{}: the recipe at {name} scale", self.path.display()))
+    }
+
     /// The record's step budget at lab scale (`[lab] steps`) or at full scale (its official
     /// steps).
     pub fn budget(&self, lab: bool) -> u64 {

@@ -56,6 +56,21 @@ pub fn check(path: &Path, text: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A recipe table with its manifest's `[lab]`, read as the trainer reads a manifest at `scale`
+/// (the lab rule at `steps` or `[lab] steps`, and `Recipe::validate`): the one way the
+/// harness types a recipe (`Manifest::typed_recipe`, and an upstream record's merged rows).
+pub fn typed(
+    recipe: &toml::Table,
+    lab: &toml::Table,
+    scale: Scale,
+    steps: Option<u64>,
+) -> anyhow::Result<Recipe> {
+    let mut doc = toml::Table::new();
+    doc.insert("recipe".into(), toml::Value::Table(recipe.clone()));
+    doc.insert("lab".into(), toml::Value::Table(lab.clone()));
+    Recipe::from_manifest_str(&toml::to_string(&doc)?, scale, steps)
+}
+
 /// serde's `unknown field `x`, expected one of `a`, `b``: the field and the expected ones.
 fn unknown_key(message: &str) -> Option<(&str, Vec<&str>)> {
     let rest = message.strip_prefix("unknown field `")?;

@@ -55,13 +55,12 @@ pub fn check(parent: &Manifest, m: &Manifest) -> Result<Rows, String> {
             _ => {}
         }
         let recipe = recipe_at(&parent.recipe, &m.upstream, r.number);
-        read(&recipe, &m.lab).map_err(|e| format!("{p}: upstream #{}'s recipe: {e}", r.number))?;
-        let steps = recipe.get("steps").and_then(toml::Value::as_integer);
-        if let Some(log) = r.steps.filter(|&s| Some(s as i64) != steps) {
+        let read = super::recipe_check::typed(&recipe, &m.lab, Scale::Full, None)
+            .map_err(|e| format!("{p}: upstream #{}'s recipe: {e:#}", r.number))?;
+        if let Some(log) = r.steps.filter(|&s| s != read.steps) {
             return Err(format!(
                 "{p}: upstream #{}'s recipe trains {} steps but its log {log}; set steps in its row",
-                r.number,
-                steps.map_or("no".into(), |s| s.to_string())
+                r.number, read.steps
             ));
         }
     }
@@ -88,15 +87,6 @@ pub fn check(parent: &Manifest, m: &Manifest) -> Result<Rows, String> {
 fn normal(recipe: &toml::Table) -> Result<toml::Table, String> {
     let r = Recipe::deserialize(toml::Value::Table(recipe.clone())).map_err(|e| e.to_string())?;
     toml::Table::try_from(r).map_err(|e| e.to_string())
-}
-
-/// The trainer's full-scale reading of `recipe` with the manifest's `[lab]` (its rules too).
-fn read(recipe: &toml::Table, lab: &toml::Table) -> Result<(), String> {
-    let mut doc = toml::Table::new();
-    doc.insert("recipe".into(), toml::Value::Table(recipe.clone()));
-    doc.insert("lab".into(), toml::Value::Table(lab.clone()));
-    let text = toml::to_string(&doc).map_err(|e| e.to_string())?;
-    Recipe::from_manifest_str(&text, Scale::Full, None).map(drop).map_err(|e| format!("{e:#}"))
 }
 
 /// Upstream record `k` of the series, found in the manifest whose patch holds it: its row and
@@ -157,9 +147,9 @@ impl Step<'_> {
     /// It has no notes and no recorded tree: its tree is derived from the holder's.
     pub fn manifest(&self, path: PathBuf) -> Result<Manifest, String> {
         let (row, k) = (self.row, self.row.number);
-        let steps = self.after.get("steps").and_then(toml::Value::as_integer);
-        let steps = steps.and_then(|s| u64::try_from(s).ok()).ok_or_else(|| {
-            format!("{}: upstream #{k}'s recipe has no step count", self.holder.path.display())
+        let read = super::recipe_check::typed(&self.after, &self.holder.lab, Scale::Full, None);
+        let steps = read.map(|r| r.steps).map_err(|e| {
+            format!("{}: upstream #{k}'s recipe: {e:#}", self.holder.path.display())
         })?;
         let official_time_s = minutes(&row.time_text).ok_or_else(|| {
             format!(

@@ -10,6 +10,7 @@ use records::run::launch::{launch, LaunchOpts, Stream};
 use records::run::replay::PendingResults;
 use records::run::timing_lock::TimingLock;
 use records::run::trainer_cmd::Trainer;
+use records::trainer::recipe::Scale;
 use records::verdict::runlog;
 use records::{paths, verdict::Verdict};
 use std::ffi::OsString;
@@ -280,8 +281,11 @@ impl Replay<'_> {
         name: &str,
     ) -> Result<Option<runlog::RunLog>> {
         let args = self.args;
-        let seed =
-            args.seed.map(|s| s + u64::from(i)).or((i > 0).then(|| seed_of(m) + u64::from(i)));
+        let seed = match (args.seed, i) {
+            (Some(s), _) => Some(s + u64::from(i)),
+            (None, 0) => None,
+            (None, _) => Some(seed_of(m)? + u64::from(i)),
+        };
         let (number, nproc) = (m.id(), args.gpus.unwrap_or(args.ranks));
         tracing::info!(
             "records: {number} run {}/{} at {scale} scale, {} rank(s) per node ({steps} steps, data {})",
@@ -365,8 +369,8 @@ fn plot_runs(number: RecordId, logs: &[runlog::RunLog], lab: bool, target: f64, 
 }
 
 /// A record's built trainer: the record's own tree (or, with `head`, the checkout).
-pub(super) fn seed_of(m: &Manifest) -> u64 {
-    m.recipe.get("seed").and_then(|v| v.as_integer()).unwrap_or(0) as u64
+pub(super) fn seed_of(m: &Manifest) -> Result<u64> {
+    Ok(m.typed_recipe(Scale::Full, None)?.seed)
 }
 
 /// Runs the ranks with a progress bar: rank 0's validation lines are printed as they come, and

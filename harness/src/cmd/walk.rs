@@ -53,7 +53,10 @@ pub fn run(args: Args) -> Result<()> {
         numbers.iter().map(|&n| catalog.replayable(&root, n)).collect::<Result<_>>()?;
     let last = manifests.last().expect("a walk has two stops at least");
     let steps = args.steps.unwrap_or(last.budget(true));
-    let first_seed = args.seed.unwrap_or_else(|| super::replay::seed_of(last));
+    let first_seed = match args.seed {
+        Some(s) => s,
+        None => super::replay::seed_of(last)?,
+    };
     let seeds: Vec<u64> = (0..u64::from(args.runs)).map(|i| first_seed + i).collect();
     let results = args.places.results(&root);
     let cpu = lab_target::this_cpu();

@@ -7,7 +7,7 @@ use super::predict::{self, StepTime};
 use crate::catalog::{upstream_recipe, Catalog, Manifest, RecordId};
 use crate::trainer::optim::schedule::Schedule;
 use crate::trainer::recipe::{Recipe, Scale};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 /// A record's run at full scale.
@@ -77,13 +77,7 @@ pub fn of(catalog: &Catalog, id: RecordId) -> Result<Costed> {
 
 /// `m` at full scale, read as its trainer reads it; `same_math` is its row's reason, if any.
 pub fn from_manifest(m: &Manifest, same_math: Option<String>) -> Result<Costed> {
-    // Read as the trainer reads a manifest at full scale (its `Recipe::validate` included).
-    let mut view = toml::Table::new();
-    view.insert("recipe".into(), toml::Value::Table(m.recipe.clone()));
-    view.insert("lab".into(), toml::Value::Table(m.lab.clone()));
-    let text = toml::to_string(&view).context("writing a recipe for the trainer's reader")?;
-    let recipe = Recipe::from_manifest_str(&text, Scale::Full, None)
-        .with_context(|| format!("{}'s recipe at full scale", m.id()))?;
+    let recipe = m.typed_recipe(Scale::Full, None)?;
     let times = &m.evidence.train_times_s;
     let logged = match times.len() {
         0 if m.record.official_time_s > 0.0 => {

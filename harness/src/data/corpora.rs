@@ -1,6 +1,7 @@
 //! The offline default corpus that lab-scale replays train on.
 use crate::catalog::Manifest;
 use crate::paths;
+use crate::trainer::recipe::Scale;
 use anyhow::{Context, Result};
 use corpus::default_corpus::{self, CorpusStats};
 use corpus::tokenizer::Tokenizer;
@@ -52,12 +53,8 @@ pub fn default_sdist(root: &Path) -> Result<PathBuf> {
 /// (`lab`) or full scale, when it sets one: what `replay`, `bench` and `profile` run before they
 /// build or launch anything.
 pub fn check_shards_for(m: &Manifest, lab: bool, dir: &Path) -> Result<()> {
-    let from = |t: &toml::Table| t.get("vocab_size").and_then(|v| v.as_integer());
-    let n = if lab { from(&m.lab).or_else(|| from(&m.recipe)) } else { from(&m.recipe) };
-    match n.and_then(|n| usize::try_from(n).ok()) {
-        Some(vocab) => check_token_ids(dir, vocab),
-        None => Ok(()),
-    }
+    let scale = if lab { Scale::Lab } else { Scale::Full };
+    check_token_ids(dir, m.typed_recipe(scale, None)?.vocab_size)
 }
 
 /// Checks every train and val shard in `dir` against the vocabulary the run will use, so a

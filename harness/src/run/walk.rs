@@ -230,10 +230,7 @@ pub fn same_at_lab(prev: &Manifest, m: &Manifest, steps: u64) -> Result<bool> {
 /// `m`'s recipe as its trainer reads it at lab scale at `steps`, without the seed and the bf16
 /// choices.
 fn lab_reading(m: &Manifest, steps: u64) -> Result<toml::Table> {
-    use crate::trainer::recipe::{Recipe, Scale};
-    let text = toml::to_string(&recipe_and_lab(m))?;
-    let recipe = Recipe::from_manifest_str(&text, Scale::Lab, Some(steps))
-        .with_context(|| format!("{}: the recipe at lab scale", m.path.display()))?;
+    let recipe = m.typed_recipe(crate::trainer::recipe::Scale::Lab, Some(steps))?;
     let mut table = toml::Table::try_from(&recipe)?;
     table.retain(|k, _| k != "seed" && !k.starts_with("bf16_"));
     Ok(table)
