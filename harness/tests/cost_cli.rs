@@ -184,3 +184,25 @@ fn a_range_predicts_each_record_as_cost_n_does_on_the_machine_asked_for() {
         assert_eq!(b["machine"], "8×H100 SXM");
     }
 }
+
+/// A logged time checks a prediction only on the machine and GPU count that logged it, for
+/// one record as for a range; a range's errors name `cost`.
+#[test]
+fn logs_check_only_their_own_gpu_count_and_range_errors_name_cost() {
+    let sandbox = Sandbox::new();
+    let json = |args: &[&str]| -> Value {
+        let out = sandbox.records_at(&checkout()).args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let own = json(&["cost", "29", "--format", "json"]);
+    assert!(own["logged_train_time_s"].as_f64().is_some_and(|t| t > 0.0), "{own}");
+    let four = json(&["cost", "29", "--gpus", "4", "--format", "json"]);
+    assert!(four["logged_train_time_s"].is_null(), "{four}");
+    let out = sandbox.records_at(&checkout()).args(["cost", "38", "29"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("cost 38 29: the first record must be older"),
+        "{err}"
+    );
+}

@@ -339,7 +339,7 @@ fn diff_review_walk_and_site_reach_across_tracks() {
     let err = stderr(&f.records(&["walk", "a1", "29"]));
     assert!(err.contains("walk a1 29: a walk stays on one track"), "{err}");
     let catalog = Catalog::load(f.root()).unwrap();
-    let stops = records::run::walk::stops(&catalog, id("a1"), id("a2")).unwrap();
+    let stops = records::run::walk::stops(&catalog, (id("a1"), id("a2")), "walk").unwrap();
     assert_eq!(stops, [id("a1"), id("a2")]);
     assert_eq!(records::run::walk::changed(&catalog, id("a2"), false).0, "");
     assert_eq!(catalog.lab_target_of(id("a2")).unwrap().1, id("a1"));

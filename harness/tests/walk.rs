@@ -161,7 +161,7 @@ fn a_walk_over_kept_runs_reuses_them_and_pairs_the_deltas_by_seed() {
         want.retain(|n| (a..=b).contains(n));
         want.sort_unstable();
         want.dedup();
-        let stops = walk::stops(&catalog, a, b).unwrap();
+        let stops = walk::stops(&catalog, (a.into(), b.into()), "walk").unwrap();
         assert_eq!(stops.iter().map(|s| s.n).collect::<Vec<_>>(), want, "{a} -> {b}");
     }
 }

@@ -78,7 +78,7 @@ pub fn run(args: Args) -> Result<()> {
         return Ok(());
     }
     let costed = record::of(&catalog, id)?;
-    let (hw, gpus, _) = asked_machine(&costed, &machines, &args)?;
+    let (hw, gpus) = asked_machine(&costed, &machines, &args)?;
     let p = costed.predict(hw, gpus, &achieved.fractions);
     match json {
         true => println!("{}", serde_json::to_string_pretty(&json_of(&costed, hw, gpus, &p))?),
@@ -87,19 +87,18 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// The machine and GPU count `--hardware` and `--gpus` ask for (the record's own by default),
-/// and the record's own GPU count.
+/// The machine and GPU count `--hardware` and `--gpus` ask for (the record's own by default).
 fn asked_machine<'m>(
     c: &Costed,
     machines: &'m [Hardware],
     args: &Args,
-) -> Result<(&'m Hardware, usize, usize)> {
+) -> Result<(&'m Hardware, usize)> {
     let (own, own_gpus) = c.machine(machines)?;
     let hw = match &args.hardware {
         Some(key) => hardware::find(machines, key)?,
         None => own,
     };
-    Ok((hw, args.gpus.unwrap_or(own_gpus), own_gpus))
+    Ok((hw, args.gpus.unwrap_or(own_gpus)))
 }
 
 /// One record of a range on the machine asked for (or its own).
@@ -122,9 +121,9 @@ fn range(
     achieved: &Achieved,
 ) -> Result<Vec<RangeRow>> {
     let mut rows = Vec::new();
-    for id in records::run::walk::stops(catalog, from, to)? {
+    for id in records::run::walk::stops(catalog, (from, to), "cost")? {
         let c = record::of(catalog, id)?;
-        let (hw, gpus, own_gpus) = asked_machine(&c, machines, args)?;
+        let (hw, gpus) = asked_machine(&c, machines, args)?;
         let p = c.predict(hw, gpus, &achieved.fractions);
         rows.push(RangeRow {
             record: id.to_string(),
@@ -133,10 +132,7 @@ fn range(
             timed_steps: p.timed_steps,
             predicted_ms_per_step: p.predicted_ms_per_step,
             predicted_train_time_s: p.predicted_train_time_s,
-            logged_train_time_s: c
-                .logged_on(hw)
-                .filter(|_| gpus == own_gpus)
-                .map(|l| l.train_time_s),
+            logged_train_time_s: c.logged_on(hw, gpus).map(|l| l.train_time_s),
         });
     }
     Ok(rows)
@@ -190,7 +186,7 @@ fn duration(s: f64) -> String {
 }
 
 fn json_of(c: &Costed, hw: &Hardware, gpus: usize, p: &Prediction) -> serde_json::Value {
-    let logged = c.logged_on(hw);
+    let logged = c.logged_on(hw, gpus);
     serde_json::json!({
         "record": c.id.to_string(),
         "hardware": hw.key,
@@ -264,7 +260,7 @@ fn print_prediction(
         "\npredicted: {:.2} ms/step, {:.1} s of training",
         p.predicted_ms_per_step, p.predicted_train_time_s
     );
-    if let Some(l) = c.logged_on(hw) {
+    if let Some(l) = c.logged_on(hw, gpus) {
         let what = match l.logs {
             0 => "the record table's time".to_string(),
             n => format!("mean of {n} logs"),

@@ -48,7 +48,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<()> {
     let root = paths::repo_root()?;
     let catalog = super::load_catalog(&root, None)?;
-    let numbers = walk::stops(&catalog, args.from, args.to)?;
+    let numbers = walk::stops(&catalog, (args.from, args.to), "walk")?;
     let manifests: Vec<_> =
         numbers.iter().map(|&n| catalog.replayable(&root, n)).collect::<Result<_>>()?;
     let last = manifests.last().expect("a walk has two stops at least");

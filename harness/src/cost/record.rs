@@ -106,9 +106,10 @@ impl Costed {
 
     /// Its logged time where `hw` is the machine that logged it: a time from another machine
     /// checks nothing.
-    pub fn logged_on(&self, hw: &Hardware) -> Option<Logged> {
+    pub fn logged_on(&self, hw: &Hardware, gpus: usize) -> Option<Logged> {
+        let (own_gpus, _) = hardware::gpus_and_model(&self.hardware);
         let same_machine = hw.matches.iter().any(|m| self.hardware.contains(m.as_str()));
-        self.logged.filter(|_| same_machine)
+        self.logged.filter(|_| same_machine && gpus == own_gpus)
     }
 
     /// Every timed step's work, gathered into stages of equal work, on `gpus` ranks.

@@ -159,11 +159,12 @@ fn paired(a: &Stop, b: &Stop) -> Vec<f64> {
 /// its track and, on the main track, every upstream record inside a step after it, up to `to`.
 pub fn stops(
     catalog: &Catalog,
-    from: impl Into<RecordId>,
-    to: impl Into<RecordId>,
+    (from, to): (RecordId, RecordId),
+    command: &str,
 ) -> Result<Vec<RecordId>> {
-    let (from, to) = (from.into(), to.into());
     let (a, b) = (from.bare(), to.bare());
+    let (at, range) =
+        (format!("{command} {a} {b}"), if command == "walk" { "walk" } else { "range" });
     let series = catalog.records().iter().map(Manifest::id);
     let inside = catalog.inside_steps().into_iter().map(|(_, u)| RecordId::main(u.number));
     let mut all: Vec<RecordId> = series.chain(inside).collect();
@@ -179,19 +180,19 @@ pub fn stops(
     }
     if from.track != to.track {
         bail!(
-            "walk {a} {b}: a walk stays on one track ({from} is on {}, {to} on {}); walk each \
+            "{at}: a {range} stays on one track ({from} is on {}, {to} on {}); take each \
              track's records, or set the two against each other with `records diff {a} {b}`",
             from.track.def().name,
             to.track.def().name
         );
     }
     if from >= to {
-        bail!("walk {a} {b}: the first record must be older than the second");
+        bail!("{at}: the first record must be older than the second");
     }
     if from < from.anchor() {
         bail!(
-            "walk {a} {b}: a walk starts at {} or later (#1 has a lab target and a shape of \
-             its own; `records replay 29 --baseline` sets it against #29)",
+            "{at}: a {range} starts at {} or later (#1 has a lab target and a shape of its \
+             own; `records replay 29 --baseline` sets it against #29)",
             from.anchor()
         );
     }
