@@ -438,9 +438,14 @@ fn a_walk_over_act1_steps_reads_their_kept_runs() {
     assert!(text.starts_with(head), "{text}");
     assert!(text.contains("a2   seed 5: val 2.6400 at step 7"), "{text}");
     assert!(text.contains("official (2×RTX4090)") && text.contains("a1 -> a2: official"), "{text}");
+    // The fixture has no hardware/: the walk runs without predicted steps, saying why once.
+    let err = stderr(&out);
+    assert_eq!(err.matches("no predicted steps in this walk").count(), 1, "{err}");
+    assert!(!err.contains("no predicted step:"), "{err}");
     let w = Walk::load(results.path(), id("a1"), id("a2"), 7).unwrap().expect("walk.json");
     assert!(results.path().join("walk/a1-a2-7/walk.json").is_file());
     assert_eq!(w.stops.iter().map(|s| s.number).collect::<Vec<_>>(), [id("a1"), id("a2")]);
+    assert!(w.stops.iter().all(|s| s.predicted.is_none()));
     let json = std::fs::read_to_string(results.path().join("walk/a1-a2-7/walk.json")).unwrap();
     assert!(json.contains("\"from\": \"a1\"") && json.contains("\"number\": \"a2\""), "{json}");
 }

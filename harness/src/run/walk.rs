@@ -65,12 +65,17 @@ pub struct Walk {
 /// file, a recipe its trainer cannot read) the stop has none, with a warning: the walk's
 /// losses do not wait on it.
 pub fn predict(stops: &mut [Stop], catalog: &Catalog, model: &Result<Model>) {
+    let model = match model {
+        Ok(m) => m,
+        Err(e) => {
+            // One reason for every stop: said once.
+            tracing::warn!("records: warning: no predicted steps in this walk: {e:#}");
+            stops.iter_mut().for_each(|s| s.predicted = None);
+            return;
+        }
+    };
     for s in stops {
-        let step = match model {
-            Ok(m) => m.predict(catalog, s.number),
-            Err(e) => Err(anyhow::anyhow!("{e:#}")),
-        };
-        s.predicted = step
+        s.predicted = (model.predict(catalog, s.number))
             .inspect_err(|e| tracing::warn!("records: {}: no predicted step: {e:#}", s.number))
             .ok();
     }
