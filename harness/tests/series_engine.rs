@@ -256,3 +256,38 @@ fn series_tree_prints_the_materialized_dir() {
     let dir = std::path::PathBuf::from(stdout(&out).trim());
     assert_eq!(std::fs::read_to_string(dir.join("src/lib.rs")).unwrap(), series_fixture::LIB_29);
 }
+
+/// What `mailbox::write` makes is what `git am` takes: authors (non-ASCII too), subjects,
+/// messages and diffs come through, commit by commit.
+#[test]
+fn git_am_applies_our_mailbox() {
+    let repo = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.org"])
+            .args(args)
+            .current_dir(repo.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    git(&["init", "-q"]);
+    std::fs::create_dir(repo.path().join("src")).unwrap();
+    std::fs::write(repo.path().join("src/head.rs"), "fn head() {\n- \n}\n").unwrap();
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "base"]);
+    let mbox = repo.path().join("ours.patch");
+    let ours = mailbox::write(&mailbox::parse(GIT_MBOX).unwrap()).unwrap();
+    std::fs::write(&mbox, ours).unwrap();
+    git(&["am", "-q", mbox.to_str().unwrap()]);
+    let log = git(&["log", "--format=%an <%ae>|%s|%b", "-2"]);
+    assert!(log.contains("Ada <ada@example.org>|Untie the head|"), "{log}");
+    assert!(
+        log.contains("Jürgen Muon <j@example.org>|Multi-token prediction: the loss averages the next k tokens|Predict k tokens ahead."),
+        "{log}"
+    );
+    let head = std::fs::read_to_string(repo.path().join("src/head.rs")).unwrap();
+    assert_eq!(head, "fn head() {\n    mtp();\n    loss();\n}\n");
+    assert!(repo.path().join("src/untie.rs").is_file());
+}
