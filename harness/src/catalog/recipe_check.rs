@@ -65,10 +65,15 @@ pub fn typed(
     scale: Scale,
     steps: Option<u64>,
 ) -> anyhow::Result<Recipe> {
+    Recipe::from_manifest_str(&toml::to_string(&trainer_view(recipe, lab))?, scale, steps)
+}
+
+/// A manifest as its trainer reads it: `[recipe]` and `[lab]`, nothing else.
+pub fn trainer_view(recipe: &toml::Table, lab: &toml::Table) -> toml::Table {
     let mut doc = toml::Table::new();
     doc.insert("recipe".into(), toml::Value::Table(recipe.clone()));
     doc.insert("lab".into(), toml::Value::Table(lab.clone()));
-    Recipe::from_manifest_str(&toml::to_string(&doc)?, scale, steps)
+    doc
 }
 
 /// serde's `unknown field `x`, expected one of `a`, `b``: the field and the expected ones.

@@ -28,14 +28,13 @@ pub fn render(root: &Path, n: RecordId, format: Format, paint: Paint) -> Result<
     let md = format == Format::Markdown;
     let paint = if md { Paint(false) } else { paint };
     let inside = n.is_main() && !crate::catalog::SERIES.contains(&n.n);
-    let replays = replays::of_record(&results, n)?;
+    let ours = || replays::of_record(&results, n);
     if inside {
-        let u = UpstreamReport::load((&catalog, &series), &model, replays.clone(), n.n)?;
-        if let Some(u) = u {
+        if let Some(u) = UpstreamReport::load((&catalog, &series), &model, ours()?, n.n)? {
             return render_upstream(&u, md, paint);
         }
     }
-    let report = RecordReport::load((&catalog, &series), &model, replays, n)?;
+    let report = RecordReport::load((&catalog, &series), &model, ours()?, n)?;
     let mut out = String::new();
     header(&mut out, &report, md, paint);
     section(&mut out, "Claim", md, paint);

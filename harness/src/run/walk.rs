@@ -8,6 +8,7 @@
 //! the manifest gives, the budget and the seed. A later walk over a covered range reuses it; a
 //! changed tree or recipe is run again. The walk itself is written to
 //! `<results>/walk/A-B-<steps>/walk.json` for the site.
+use crate::catalog::recipe_check::trainer_view;
 use crate::catalog::{upstream_recipe, Catalog, Manifest, RecordId, Track};
 use crate::cost::model::{Model, PredictedStep};
 use crate::verdict::{runlog, stats};
@@ -242,17 +243,10 @@ fn lab_reading(m: &Manifest, steps: u64) -> Result<toml::Table> {
     Ok(table)
 }
 
-/// `m`'s `[recipe]` and `[lab]`: all a lab run reads of its manifest.
-fn recipe_and_lab(m: &Manifest) -> toml::Table {
-    let mut both = toml::Table::new();
-    both.insert("recipe".into(), toml::Value::Table(m.recipe.clone()));
-    both.insert("lab".into(), toml::Value::Table(m.lab.clone()));
-    both
-}
-
 /// The key of one kept run: what decides its losses.
 pub fn run_key(m: &Manifest, tree: &str, steps: u64, seed: u64) -> Result<String> {
-    let recipe = hex::encode(Sha256::digest(toml::to_string(&recipe_and_lab(m))?.as_bytes()));
+    let recipe =
+        hex::encode(Sha256::digest(toml::to_string(&trainer_view(&m.recipe, &m.lab))?.as_bytes()));
     Ok(format!("{:.12}-{:.12}-{steps}-seed{seed}", tree, recipe))
 }
 

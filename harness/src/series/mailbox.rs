@@ -156,9 +156,8 @@ fn read_email(line: usize, email: &str) -> Result<(Commit, Option<(usize, usize)
     };
     // The message runs to `---` (before the diffstat) or to the diff.
     let message = &rest[..diff_at];
-    let body = line_starts(message)
-        .find(|&i| message[i..].lines().next().is_some_and(|l| l.trim_end() == "---"))
-        .map_or(message, |end| &message[..end]);
+    let body: String =
+        message.split_inclusive('\n').take_while(|l| l.trim_end() != "---").collect();
     let diff_line = line + email[..body_at + diff_at].matches('\n').count() + 1;
     let diff = patch::leading(&rest[diff_at..]).map_err(|e| {
         err(diff_line + e.line().map_or(0, |l| l - 1), format!("commit {subject:?}: {e}"))

@@ -171,6 +171,16 @@ impl FilePatch {
         }
     }
 
+    /// The `---`/`+++` names: `a/<old path>` and `b/<new path>`, `/dev/null` for a side that
+    /// does not exist.
+    pub fn side_names(&self) -> (String, String) {
+        let side = |p: &Option<String>, prefix: &str| match p {
+            Some(p) => format!("{prefix}{p}"),
+            None => "/dev/null".into(),
+        };
+        (side(&self.old_path, "a/"), side(&self.new_path, "b/"))
+    }
+
     /// This file's diff in git's form, its extended header lines in git's order (a patch holds
     /// no renames: see `file_patch`).
     pub fn render(&self) -> String {
@@ -193,11 +203,8 @@ impl FilePatch {
         };
         s += &format!("index {}..{}{mode}\n", self.old_id, self.new_id);
         if !self.hunks.is_empty() {
-            let side = |p: Option<&str>, prefix: &str| match p {
-                Some(p) => format!("{prefix}{p}"),
-                None => "/dev/null".into(),
-            };
-            s += &format!("--- {}\n+++ {}\n", side(old, "a/"), side(new, "b/"));
+            let (a, b) = self.side_names();
+            s += &format!("--- {a}\n+++ {b}\n");
         }
         for h in &self.hunks {
             s += &format!("@@ -{} +{} @@{}", h.old, h.new, h.section);

@@ -7,11 +7,7 @@ use crate::series::patch::FilePatch;
 pub(super) fn view(files: &[FilePatch], paint: Paint) -> String {
     let mut out = String::new();
     for f in files {
-        let side = |p: &Option<String>, prefix: &str| match p {
-            Some(p) => format!("{prefix}{p}"),
-            None => "/dev/null".into(),
-        };
-        let (a, b) = (side(&f.old_path, "a/"), side(&f.new_path, "b/"));
+        let (a, b) = f.side_names();
         let path = f.path();
         out.push_str(&paint.bold(&format!("diff --git a/{path} b/{path}")));
         out.push('\n');
