@@ -3,6 +3,11 @@
 //! Record #1's keys have no defaults: a manifest spells them out, so a typo or a missing key is
 //! an error naming the file, line and key instead of a silent default. Every key after #1 (here
 //! and in `recipe/techniques.rs`) defaults to off, which is record #1's behaviour.
+//!
+//! A technique with a section of its own (`[recipe.bigram_hash]`) declares it in its module
+//! (`bigram_hash::Section`, with its registry entry); its field here is one line, absent = off.
+use crate::model::{bigram_hash, parallel_residuals, yarn};
+use crate::optim::muon;
 use anyhow::{bail, ensure, Context, Result};
 use lab::LabRule;
 use serde::{Deserialize, Serialize};
@@ -144,8 +149,7 @@ pub struct Recipe {
     /// Softmax scale instead of 1/sqrt(head_dim) (upstream #20); with YaRN, its start.
     #[serde(default)]
     pub attn_scale: Option<f64>,
-    #[serde(default)]
-    pub yarn: Option<Yarn>,
+    pub yarn: Option<yarn::Section>, // src/model/yarn.rs
     /// QKVO and MLP weights stored tall, [4C, C], as upstream #48 stores them: Muon's
     /// √(rows/cols) then gives them twice the lr, and NorMuon's moments are per row.
     #[serde(default)]
@@ -196,18 +200,12 @@ pub struct Recipe {
     /// The single skip's gate also reads x0: σ(λ)·2σ(w·x0[:n]) (upstream #55: 12).
     #[serde(default)]
     pub skip_gate_x0: Option<usize>,
-    /// Residual lambdas per sublayer with x0 and the bigram joining after attention, in place
-    /// of the x0 lambdas' mix before each block (upstream #73).
-    #[serde(default)]
-    pub parallel_residuals: Option<ParallelResiduals>,
+    pub parallel_residuals: Option<parallel_residuals::Section>, // src/model/parallel_residuals.rs
     /// The layers after the backout's layer attend over that layer's output instead of the
     /// stream (upstream #77's single saved activation).
     #[serde(default)]
     pub attend_backout: bool,
-    /// A hashed bigram embedding added before every layer (upstream #62): in the value
-    /// embeddings' group (Adam lr_mul, betas and decay as theirs).
-    #[serde(default)]
-    pub bigram_hash: Option<BigramHash>,
+    pub bigram_hash: Option<bigram_hash::Section>, // src/model/bigram_hash.rs
     /// Backout: the final hidden state minus a learned share (init 0.5) of this layer's output
     /// (upstream #40: 8).
     #[serde(default)]
@@ -278,8 +276,7 @@ pub struct Recipe {
     /// (upstream #29: 262,144). Only with the BOS loader.
     #[serde(default)]
     pub val_seq_len: Option<usize>,
-    #[serde(default)]
-    pub muon: Option<Muon>,
+    pub muon: Option<muon::Section>, // src/optim/muon.rs
     #[serde(default)]
     pub muon_classic: Option<MuonClassic>,
     #[serde(default)]

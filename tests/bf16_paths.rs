@@ -10,9 +10,9 @@ use trainer::model::norm::Norm;
 use trainer::model::params::{Group, Opt, Param, Role};
 use trainer::model::softcap::{softcap, softcap_in};
 use trainer::optim::dist_adam::{AdamConfig, DistAdam};
-use trainer::optim::muon::{Muon, MuonConfig};
+use trainer::optim::muon::{Muon, Orthogonalizer, Section, SplitProduct, Storage};
 use trainer::optim::{normuon, polar_express};
-use trainer::recipe::{Orthogonalizer, Softcap, SplitProduct};
+use trainer::recipe::Softcap;
 
 const BF16: Kind = Kind::BFloat16;
 
@@ -71,20 +71,22 @@ fn adam_moments_are_bf16_for_every_parameter_from_32() {
     assert!(t.equal(&p), "the fp32 parameter after three steps on bf16 moments");
 }
 
-fn muon_cfg(beta2: Option<f64>, split_product: Option<SplitProduct>, mantissa: bool) -> MuonConfig {
-    MuonConfig {
-        lr: 0.05,
-        weight_decay: 0.0,
-        ns_steps: 5,
+/// NorMuon on bf16 gates by rows (#48) with `beta2`, Polar Express, `split_product`; bf16
+/// parameters keep their mantissa when `mantissa`.
+fn muon(
+    params: Vec<Param>,
+    beta2: Option<f64>,
+    split: Option<SplitProduct>,
+    mantissa: bool,
+) -> Muon {
+    let section = Section {
         orthogonalizer: Orthogonalizer::PolarExpress,
         beta2,
-        cautious_wd: false,
         gate_rows: true,
-        split_product,
-        mantissa,
-        qkvo_square: false,
-        kind: BF16,
-    }
+        split_product: split,
+        ..Section::plain(0.05, 0.0)
+    };
+    Muon::new(params, &section, Storage { mantissa, kind: BF16 }).unwrap()
 }
 
 /// Upstream #32-#55: a bf16 gate in NorMuon keeps its momentum (`zeros_like(grad)`) and, from
@@ -96,7 +98,7 @@ fn a_bf16_gates_muon_state_is_bf16_and_its_weight_rounds_once() {
     let w0 = (data(&[6, 12], 0.7) * 0.1).to_kind(BF16);
     let gate = param("gate", w0.copy(), Group { role: Role::Gate, ..Group::new(Opt::Muon, 1.0) });
     let t = gate.tensor.shallow_clone();
-    let mut muon = Muon::new(vec![gate], muon_cfg(Some(beta2), None, false)).unwrap();
+    let mut muon = muon(vec![gate], Some(beta2), None, false);
     let (mut buf, mut s, mut w) = (w0.zeros_like(), Tensor::zeros([6, 1], (BF16, Device::Cpu)), w0);
     for step in 1..=3 {
         let g = data(&[6, 12], 10.0 + step as f64).to_kind(BF16);
@@ -122,7 +124,7 @@ fn a_bf16_gates_muon_state_is_bf16_and_its_weight_rounds_once() {
 fn bf16_matrices_keep_mantissas_and_fp32_state() {
     let w = param("c_fc", data(&[16, 8], 0.2).to_kind(BF16), Group::new(Opt::Muon, 1.0));
     let t = w.tensor.shallow_clone();
-    let mut muon = Muon::new(vec![w], muon_cfg(Some(0.95), None, true)).unwrap();
+    let mut muon = muon(vec![w], Some(0.95), None, true);
     set_grad(&t, &data(&[16, 8], 3.0));
     muon.step(&mut Single, 1.0, 0.9).unwrap();
     let saved = muon.save();
@@ -184,7 +186,7 @@ fn muon_splits_the_mlps_product_then_the_large_matrices() {
             Group { role, ..Group::new(Opt::Muon, 1.0) },
         );
         let t = w.tensor.shallow_clone();
-        let mut muon = Muon::new(vec![w], muon_cfg(None, Some(rule), false)).unwrap();
+        let mut muon = muon(vec![w], None, Some(rule), false);
         set_grad(&t, &g);
         muon.step(&mut Single, 1.0, 0.0).unwrap();
         let factor = (rows as f64 / 16.0).max(1.0).sqrt();

@@ -8,7 +8,7 @@ use tch::{Device, Kind, Tensor};
 use trainer::dist::{single::Single, Collectives};
 use trainer::model::params::{Group, Opt, Param};
 use trainer::optim::dist_adam::{AdamConfig, DistAdam};
-use trainer::optim::muon::{Muon, MuonConfig};
+use trainer::optim::muon::{Muon, Section, Storage};
 use trainer::optim::newton_schulz::{orthogonalize, NS5};
 
 const F64: (Kind, Device) = (Kind::Double, Device::Cpu);
@@ -106,21 +106,8 @@ fn newton_schulz_batches_per_matrix_and_transposes_tall_ones() {
     assert!(max_diff(&bf16, &out) < 0.05, "bf16 runs the same iteration");
 }
 
-fn muon_cfg(lr: f64, weight_decay: f64) -> MuonConfig {
-    MuonConfig {
-        lr,
-        weight_decay,
-        ns_steps: 5,
-        orthogonalizer: Default::default(),
-        beta2: None,
-        cautious_wd: false,
-        gate_rows: false,
-        split_product: None,
-        mantissa: false,
-        qkvo_square: false,
-        kind: Kind::Float,
-    }
-}
+/// Muon's storage in these tests: fp32 parameters, fp32 arithmetic.
+const FP32: Storage = Storage { mantissa: false, kind: Kind::Float };
 
 #[test]
 fn muon_two_steps_match_hand_computation() {
@@ -128,7 +115,7 @@ fn muon_two_steps_match_hand_computation() {
     let shapes = [[4i64, 8], [8, 4]];
     let p0: Vec<Tensor> = shapes.iter().enumerate().map(|(i, s)| data(s, 10 + i as u64)).collect();
     let params = (0..2).map(|i| param(&format!("w{i}"), p0[i].copy(), 1.0 + i as f64)).collect();
-    let mut opt = Muon::new(params, muon_cfg(lr, wd)).unwrap();
+    let mut opt = Muon::new(params, &Section::plain(lr, wd), FP32).unwrap();
     let mut want: Vec<Tensor> = p0.iter().map(|p| p.to_kind(Kind::Double)).collect();
     let mut bufs: Vec<Tensor> =
         shapes.iter().map(|s| Tensor::zeros(s, (Kind::Double, Device::Cpu))).collect();
@@ -255,7 +242,7 @@ fn params(prefix: &str, shapes: &[&[i64]], seed: u64) -> Vec<Param> {
 
 fn optimizers() -> (Muon, DistAdam) {
     let adam = adam_cfg(1e-10, 0.05);
-    let muon = Muon::new(params("m", &MUON_SHAPES, 100), muon_cfg(0.02, 0.1)).unwrap();
+    let muon = Muon::new(params("m", &MUON_SHAPES, 100), &Section::plain(0.02, 0.1), FP32).unwrap();
     (muon, DistAdam::new(params("a", &ADAM_SHAPES, 200), adam).unwrap())
 }
 
@@ -327,7 +314,8 @@ fn bad_shapes_are_refused_by_name() {
     for e in errs {
         assert!(e.contains("lm_head.weight") && e.contains("not divisible by the 2 ranks"), "{e}");
     }
-    let err = Muon::new(vec![param("scalars", data(&[64], 0), 1.0)], muon_cfg(0.05, 0.0));
+    let err =
+        Muon::new(vec![param("scalars", data(&[64], 0), 1.0)], &Section::plain(0.05, 0.0), FP32);
     assert!(err.err().unwrap().to_string().contains("scalars"));
     let err = DistAdam::new(vec![param("lambda", Tensor::from(1.0f32), 1.0)], adam_cfg(1e-10, 0.0));
     assert!(err.err().unwrap().to_string().contains("lambda"));

@@ -58,7 +58,7 @@ fn truncated_rotary_frequencies_are_upstreams_fp32_powers() {
 #[test]
 fn yarn_matches_the_spec_after_each_window_growth() {
     let rot = trainer::recipe::Rotary { base: 1024.0, truncated: true, interleaved: false };
-    let cfg = trainer::recipe::Yarn { alpha: 1.0, beta: 32.0, scale_growth: 0.2 };
+    let cfg = trainer::model::yarn::Section { alpha: 1.0, beta: 32.0, scale_growth: 0.2 };
     let base = Rotary::freqs(&rot, 128);
     let yarn = Yarn::new(&cfg, base.clone(), (384, 0.1), (16, Device::Cpu, Kind::Float));
     let scales: Vec<f64> = [384, 896, 1408, 1664].iter().map(|&w| yarn.at(w).1).collect();

@@ -9,11 +9,10 @@ use trainer::model::attend::Docs;
 use trainer::model::params::Group;
 use trainer::model::params::{Opt, Param};
 use trainer::model::{Ctx, Gpt};
-use trainer::optim::muon::{Muon, MuonConfig};
+use trainer::optim::muon::{Muon, Orthogonalizer, Section, Storage};
 use trainer::optim::optimizer::Optimizer;
 use trainer::optim::schedule::Schedule;
 use trainer::optim::{cautious_wd, normuon};
-use trainer::recipe::Orthogonalizer;
 use trainer::recipe::Scale;
 
 fn adam_values(opt: &Optimizer) -> Vec<Tensor> {
@@ -236,20 +235,16 @@ fn cautious_weight_decay_spares_entries_the_update_grows() {
     let tensor = w.copy().set_requires_grad(true);
     (&tensor * 0.0).sum(Kind::Float).backward(); // a zero gradient
     let param = Param { name: "w".into(), tensor: tensor.shallow_clone(), group };
-    let cfg = MuonConfig {
-        lr: 0.02,
-        weight_decay: 1.2,
-        ns_steps: 5,
-        orthogonalizer: Orthogonalizer::PolarExpress,
-        beta2: Some(0.95),
-        cautious_wd: true,
-        gate_rows: false,
-        split_product: None,
-        mantissa: false,
-        qkvo_square: false,
-        kind: Kind::Float,
-    };
-    let mut muon = Muon::new(vec![param], cfg).unwrap();
+    let cfg = (
+        Section {
+            orthogonalizer: Orthogonalizer::PolarExpress,
+            beta2: Some(0.95),
+            cautious_wd: true,
+            ..Section::plain(0.02, 1.2)
+        },
+        Storage { mantissa: false, kind: Kind::Float },
+    );
+    let mut muon = Muon::new(vec![param], &cfg.0, cfg.1).unwrap();
     muon.step(&mut Single, 0.5, 0.95).unwrap();
     let (lr, eff_lr) = (0.02 * 0.5, 0.02 * 0.5 * 2.0);
     let want = &w * (1.0 - eff_lr * lr * 1.2);

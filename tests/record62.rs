@@ -15,7 +15,7 @@ use trainer::model::value_gate::ValueGate;
 use trainer::model::{key_offset, Ctx};
 use trainer::optim::dist_adam::{AdamConfig, DistAdam};
 use trainer::optim::mantissa;
-use trainer::optim::muon::{Muon, MuonConfig};
+use trainer::optim::muon::{Muon, Section, Storage};
 use trainer::optim::schedule::Schedule;
 use trainer::recipe::{CautiousMask, Scale};
 
@@ -196,19 +196,7 @@ fn mantissa_split_and_join_round_trip() {
 /// would, and the bf16 weight is its truncation.
 #[test]
 fn muon_keeps_small_updates_of_bf16_weights() {
-    let cfg = MuonConfig {
-        lr: 1e-4,
-        weight_decay: 0.0,
-        ns_steps: 5,
-        orthogonalizer: Default::default(),
-        beta2: None,
-        cautious_wd: false,
-        gate_rows: false,
-        split_product: None,
-        mantissa: true,
-        qkvo_square: false,
-        kind: Kind::Float,
-    };
+    let cfg = (Section::plain(1e-4, 0.0), Storage { mantissa: true, kind: Kind::Float });
     let start = (pattern(64, 0.3) * 0.01 + 1.0).view([8, 8]).to_kind(Kind::Float);
     let param = |kind: Kind| Param {
         name: format!("{kind:?}"),
@@ -218,8 +206,8 @@ fn muon_keeps_small_updates_of_bf16_weights() {
     let (bf, fp) = (param(Kind::BFloat16), param(Kind::Float));
     let start_bf = bf.tensor.detach().copy();
     let (tb, tf) = (bf.tensor.shallow_clone(), fp.tensor.shallow_clone());
-    let mut muon_bf = Muon::new(vec![bf], cfg).unwrap();
-    let mut muon_fp = Muon::new(vec![fp], cfg).unwrap();
+    let mut muon_bf = Muon::new(vec![bf], &cfg.0, cfg.1).unwrap();
+    let mut muon_fp = Muon::new(vec![fp], &cfg.0, cfg.1).unwrap();
     tch::manual_seed(1);
     let g = Tensor::randn([8, 8], (Kind::Double, Device::Cpu)); // full rank: a stable update
     for _ in 0..20 {
@@ -392,18 +380,11 @@ fn paired_heads_match_an_explicit_reference() {
 /// matrix (1) instead of the [4C, C] (√4 = 2); an MLP matrix of the same shape keeps 2.
 #[test]
 fn qkvo_takes_its_square_matrices_lr() {
-    let cfg = |qkvo_square| MuonConfig {
-        lr: 0.02,
-        weight_decay: 0.0,
-        ns_steps: 5,
-        orthogonalizer: Default::default(),
-        beta2: None,
-        cautious_wd: false,
-        gate_rows: false,
-        split_product: None,
-        mantissa: false,
-        qkvo_square,
-        kind: Kind::Float,
+    let cfg = |qkvo_square| {
+        (
+            Section { qkvo_square, ..Section::plain(0.02, 0.0) },
+            Storage { mantissa: false, kind: Kind::Float },
+        )
     };
     tch::manual_seed(2);
     let g = Tensor::randn([16, 4], (Kind::Float, Device::Cpu));
@@ -411,8 +392,12 @@ fn qkvo_takes_its_square_matrices_lr() {
         let group = Group { role, ..Group::new(Opt::Muon, 1.0) };
         let tensor = Tensor::zeros([16, 4], (Kind::Float, Device::Cpu)).set_requires_grad(true);
         let t = tensor.shallow_clone();
-        let mut muon =
-            Muon::new(vec![Param { name: "w".into(), tensor, group }], cfg(square)).unwrap();
+        let mut muon = Muon::new(
+            vec![Param { name: "w".into(), tensor, group }],
+            &cfg(square).0,
+            cfg(square).1,
+        )
+        .unwrap();
         (&t * &g).sum(Kind::Float).backward();
         muon.step(&mut Single, 1.0, 0.95).unwrap();
         t.detach()

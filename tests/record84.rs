@@ -164,27 +164,24 @@ fn qkvo_step(c: i64, block: i64, beta2: Option<f64>, seed: i64) -> (tch::Tensor,
     use tch::{Device, Kind, Tensor};
     use trainer::dist::single::Single;
     use trainer::model::params::{Group, Opt, Param, Role};
-    use trainer::optim::muon::{Muon, MuonConfig};
-    use trainer::recipe::Orthogonalizer;
-    let cfg = MuonConfig {
-        lr: 0.1,
-        weight_decay: 0.0,
-        ns_steps: 5,
-        orthogonalizer: Orthogonalizer::PolarExpress,
-        beta2,
-        cautious_wd: false,
-        gate_rows: false,
-        split_product: None,
-        mantissa: false,
-        qkvo_square: true,
-        kind: Kind::Float,
-    };
+    use trainer::optim::muon::Orthogonalizer;
+    use trainer::optim::muon::{Muon, Section, Storage};
+    let cfg = (
+        Section {
+            orthogonalizer: Orthogonalizer::PolarExpress,
+            beta2,
+            qkvo_square: true,
+            ..Section::plain(0.1, 0.0)
+        },
+        Storage { mantissa: false, kind: Kind::Float },
+    );
     tch::manual_seed(seed);
     let g = Tensor::randn([4 * c, c], (Kind::Float, Device::Cpu));
     let tensor = Tensor::zeros([4 * c, c], (Kind::Float, Device::Cpu)).set_requires_grad(true);
     let t = tensor.shallow_clone();
     let group = Group { role: Role::QkPairs(block), ..Group::new(Opt::Muon, 1.0) };
-    let mut muon = Muon::new(vec![Param { name: "qkvo".into(), tensor, group }], cfg).unwrap();
+    let mut muon =
+        Muon::new(vec![Param { name: "qkvo".into(), tensor, group }], &cfg.0, cfg.1).unwrap();
     (&t * &g).sum(Kind::Float).backward();
     muon.step(&mut Single, 1.0, 0.0).unwrap();
     (g, t.detach())

@@ -13,9 +13,9 @@ use trainer::model::norm::Norm;
 use trainer::model::params::{Group, Opt, Param, Role};
 use trainer::model::softcap::softcap;
 use trainer::optim::dist_adam::{AdamConfig, DistAdam};
-use trainer::optim::muon::{Muon, MuonConfig};
+use trainer::optim::muon::{Muon, Orthogonalizer, Section, Storage};
 use trainer::optim::polar_express;
-use trainer::recipe::{Orthogonalizer, Softcap};
+use trainer::recipe::Softcap;
 
 const BF16: Kind = Kind::BFloat16;
 
@@ -74,23 +74,19 @@ pub fn adam(ctx: &Ctx) -> Result<Vec<Row>> {
 
 /// Three NorMuon steps of a bf16 [6, 12] gate: (state kinds, has a mantissa, weight).
 fn gate_three_steps(dev: Device) -> Result<(Vec<Kind>, bool, Tensor)> {
-    let cfg = MuonConfig {
-        lr: 0.05,
-        weight_decay: 0.0,
-        ns_steps: 5,
-        orthogonalizer: Orthogonalizer::PolarExpress,
-        beta2: Some(0.95),
-        cautious_wd: false,
-        gate_rows: true,
-        split_product: None,
-        mantissa: false,
-        qkvo_square: false,
-        kind: BF16,
-    };
+    let cfg = (
+        Section {
+            orthogonalizer: Orthogonalizer::PolarExpress,
+            beta2: Some(0.95),
+            gate_rows: true,
+            ..Section::plain(0.05, 0.0)
+        },
+        Storage { mantissa: false, kind: BF16 },
+    );
     let gate = Group { role: Role::Gate, ..Group::new(Opt::Muon, 1.0) };
     let p = param((data(&[6, 12], 0.7, dev) * 0.1).to_kind(BF16), gate);
     let t = p.tensor.shallow_clone();
-    let mut muon = Muon::new(vec![p], cfg)?;
+    let mut muon = Muon::new(vec![p], &cfg.0, cfg.1)?;
     for step in 1..=3 {
         set_grad(&t, &data(&[6, 12], 10.0 + step as f64, dev));
         muon.step(&mut Single, 1.0, 0.9)?;

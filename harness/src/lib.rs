@@ -11,17 +11,25 @@ pub mod run;
 pub mod series;
 pub mod text;
 pub mod toml_file;
-/// The trainer's recipe module (`src/recipe.rs`, `src/recipe/`), compiled into the CLI so a
-/// manifest is checked by the trainer's own rules before anything builds ([`recipe_check`]),
-/// and its step plan (`src/optim/schedule.rs`), which `records cost` counts each step from.
-/// Neither needs libtorch.
+/// The trainer's recipe module (`src/recipe.rs`, `src/recipe/`) and the technique modules that
+/// hold a recipe section (its struct and registry entry, the parts without libtorch: the
+/// harness's build sets `recipe_only`), compiled into the CLI so a manifest is checked by the
+/// trainer's own rules before anything builds ([`recipe_check`]), and its step plan
+/// (`src/optim/schedule.rs`), which `records cost` counts each step from.
 #[path = "../../src"]
 pub mod trainer {
     pub mod recipe;
+    pub mod model {
+        pub mod bigram_hash;
+        pub mod parallel_residuals;
+        pub mod yarn;
+    }
     pub mod optim {
+        pub mod muon;
         pub mod schedule;
     }
 }
-/// The trainer's files name their recipe module `crate::recipe`; here it is the same module.
-use trainer::recipe;
+/// The trainer's files name these modules `crate::recipe`, `crate::model`, `crate::optim`; here
+/// they are the same modules.
+use trainer::{model, optim, recipe};
 pub mod verdict;

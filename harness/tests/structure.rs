@@ -159,3 +159,52 @@ fn a_function_is_measured_from_fn_to_its_brace() {
     );
     assert_eq!(long_functions(&text), [("long".to_string(), 82)]);
 }
+
+/// The trainer files that declare a recipe section (`pub struct Section`), as (dir, stem):
+/// `("model", "bigram_hash")`.
+fn section_modules(src: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for file in sources(src) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        if text.lines().any(|l| l.starts_with("pub struct Section ")) {
+            let rel = file.strip_prefix(src).unwrap();
+            let dir = rel.parent().unwrap().display().to_string();
+            let stem = rel.file_stem().unwrap().to_string_lossy().into_owned();
+            out.push((dir, stem));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A technique whose recipe section is its own (`[recipe.bigram_hash]`) keeps the section and
+/// its registry entry in its module, under the module's name; the Recipe names the section in
+/// one field, the registry the entry in one line, and the CLI mounts the module (its libtorch
+/// half left out), once each.
+#[test]
+fn a_recipe_section_lives_in_its_technique_module_and_is_named_once() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+    let modules = section_modules(&root.join("src"));
+    assert!(modules.len() >= 4, "sections found: {modules:?}");
+    let (recipe, registry, cli) =
+        (read("src/recipe.rs"), read("src/recipe/registry.rs"), read("harness/src/lib.rs"));
+    let count = |text: &str, needle: &str| text.matches(needle).count();
+    for (dir, stem) in &modules {
+        let file = read(&format!("src/{dir}/{stem}.rs"));
+        let own = format!("technique(\"{stem}\"");
+        assert_eq!(count(&file, &own), 1, "src/{dir}/{stem}.rs: its TECHNIQUE names {stem}");
+        assert!(file.contains("pub const TECHNIQUE: Technique"), "src/{dir}/{stem}.rs: TECHNIQUE");
+        assert_eq!(count(&registry, &own), 0, "registry.rs writes {stem}'s entry again");
+        let listed = format!("    {dir}::{stem}::TECHNIQUE,\n");
+        assert_eq!(count(&registry, &listed), 1, "registry.rs lists {dir}::{stem}::TECHNIQUE");
+        let field = format!("pub {stem}: Option<{stem}::Section>,");
+        assert_eq!(count(&recipe, &field), 1, "src/recipe.rs: `{field}`");
+        assert_eq!(count(&cli, &format!("pub mod {stem};")), 1, "harness/src/lib.rs mounts {stem}");
+    }
+    // The CLI mounts no trainer file beyond the recipe, the step plan and the sections.
+    let block = cli.split("pub mod trainer {").nth(1).and_then(|b| b.split("\n}").next()).unwrap();
+    let files =
+        block.lines().filter(|l| l.trim_start().starts_with("pub mod ") && l.ends_with(';'));
+    assert_eq!(files.count(), 2 + modules.len(), "harness/src/lib.rs's trainer files: {block}");
+}

@@ -13,20 +13,46 @@
 //! slower and no better). Upstream hashes on the CPU in its loader (#62), on the GPU from #68 and
 //! on the CPU again from #71, into pinned memory; the integers are the same, ours hash on the
 //! device.
-use super::builder::Builder;
-use super::params::{Group, ParamSet};
-use super::scalars::{ScalarBank, Slot};
-use tch::{Kind, Tensor};
+use crate::recipe::registry::{technique, Lab, Technique};
+use serde::{Deserialize, Serialize};
+#[cfg(not(recipe_only))]
+use {
+    super::builder::Builder,
+    super::params::{Group, ParamSet},
+    super::scalars::{ScalarBank, Slot},
+    tch::{Kind, Tensor},
+};
 
+/// `[recipe.bigram_hash]`: the table's size and the layers' weight on it.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Section {
+    /// Table rows per padded vocabulary entry (5: 251,520 rows).
+    pub rows_per_vocab: usize,
+    /// Each layer's weight on it at init (#62: 0.1; #73: 0.05).
+    pub lambda: f64,
+}
+
+/// The table is in the value embeddings' group (Adam lr_mul, betas and decay as theirs); at lab
+/// scale it keeps `rows_per_vocab`, its rows following the lab's vocabulary.
+pub const TECHNIQUE: Technique = Technique {
+    lab: Lab::Fields(&[("rows_per_vocab", Lab::Kept)]),
+    ..technique("bigram_hash", &[62], &["value_embed_layers", "muon"])
+};
+
+#[cfg(not(recipe_only))]
 const MUL_TOKEN: i64 = 36_313;
+#[cfg(not(recipe_only))]
 const MUL_PREVIOUS: i64 = 27_191;
 
+#[cfg(not(recipe_only))]
 pub struct BigramHash {
     table: Tensor, // [rows, C]
     /// λ_i of each layer in the scalar bank; upstream #73 moves them out (parallel_residuals.rs).
     lambdas: Option<Slot>,
 }
 
+#[cfg(not(recipe_only))]
 impl BigramHash {
     /// The recipe's bigram table; its lambdas in the bank until upstream #73 moves them into
     /// the residual rule.

@@ -10,10 +10,32 @@
 //! parameters of their own (not the scalar bank) in Adam, without decay, stored in fp32 and
 //! rounded to the stream's kind before they scale it (upstream's `.bfloat16()` on GPUs; on the
 //! CPU's fp32 stream nothing changes).
-use super::builder::Builder;
-use super::params::{Group, ParamSet};
-use tch::{nn, Tensor};
+use crate::recipe::registry::{technique, Technique};
+use serde::{Deserialize, Serialize};
+#[cfg(not(recipe_only))]
+use {
+    super::builder::Builder,
+    super::params::{Group, ParamSet},
+    tch::{nn, Tensor},
+};
 
+/// `[recipe.parallel_residuals]`: the lambdas' Adam betas. r_a and r_m start at
+/// √block_lambda_init (√1.1: 1.1 over the two sublayers), the bigram lambdas at
+/// bigram_hash.lambda.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Section {
+    /// (0.9, 0.95) upstream.
+    pub betas: [f64; 2],
+}
+
+/// It replaces the x0 lambdas' mix before each block and the U-net's skips.
+pub const TECHNIQUE: Technique = Technique {
+    excludes: &["x0_lambdas", "unet"],
+    ..technique("parallel_residuals", &[73, 77], &["embed_norm", "muon"])
+};
+
+#[cfg(not(recipe_only))]
 pub struct ParallelResiduals {
     resid: Tensor,  // [L, 2]: attention, MLP
     post: Tensor,   // [L, 2]
@@ -21,12 +43,14 @@ pub struct ParallelResiduals {
     bigram: Tensor, // [L]
 }
 
+#[cfg(not(recipe_only))]
 /// The lambdas' inits.
 pub struct Inits {
     pub resid: f64,
     pub bigram: f64,
 }
 
+#[cfg(not(recipe_only))]
 impl ParallelResiduals {
     /// The recipe's lambdas per sublayer: the residual's start at sqrt(block_lambda_init), the
     /// bigram row's at its lambda.

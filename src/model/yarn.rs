@@ -13,19 +13,40 @@
 //! The changes compound (3 → 7 → 11 → 13 blocks), and a smaller window resets to the base
 //! tables: the untimed warmup cycles the windows and ends back at the first. Every layer shares
 //! one `Yarn`; the first layer of a step that sees a new window updates it, inside the step.
-use super::rotary::Rotary;
-use crate::recipe;
-use std::f32::consts::PI;
-use std::sync::{Arc, Mutex};
-use tch::{Device, Kind};
+use crate::recipe::registry::{technique, Technique};
+use serde::{Deserialize, Serialize};
+#[cfg(not(recipe_only))]
+use {
+    super::rotary::Rotary,
+    std::f32::consts::PI,
+    std::sync::{Arc, Mutex},
+    tch::{Device, Kind},
+};
 
+/// `[recipe.yarn]`: the interpolation's bounds in turns and the softmax scale's growth.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Section {
+    /// At most this many turns within the old window: scaled by old/new (1).
+    pub alpha: f64,
+    /// At least this many: kept (32).
+    pub beta: f64,
+    /// g in the scale's growth g·ln(new/old) + 1 (0.2).
+    pub scale_growth: f64,
+}
+
+/// It stretches rotary over the windows' schedule, from attn_scale.
+pub const TECHNIQUE: Technique = technique("yarn", &[31], &["rotary", "windows", "attn_scale"]);
+
+#[cfg(not(recipe_only))]
 #[derive(Clone)]
 pub struct Yarn {
-    cfg: recipe::Yarn,
+    cfg: Section,
     base: Base,
     state: Arc<Mutex<State>>,
 }
 
+#[cfg(not(recipe_only))]
 /// What `reset` returns to.
 #[derive(Clone)]
 struct Base {
@@ -39,6 +60,7 @@ struct Base {
     interleaved: bool,
 }
 
+#[cfg(not(recipe_only))]
 struct State {
     window: i64,
     freqs: Vec<f32>,
@@ -46,11 +68,12 @@ struct State {
     scale: f64,
 }
 
+#[cfg(not(recipe_only))]
 impl Yarn {
     /// `freqs`: rotary's base frequencies (pairs of the head); `window`: the first long window
     /// in tokens; `scale`: the softmax scale there; tables of `max_len` positions in `kind`.
     pub fn new(
-        cfg: &recipe::Yarn,
+        cfg: &Section,
         freqs: Vec<f32>,
         (window, scale): (i64, f64),
         (max_len, device, kind): (i64, Device, Kind),
@@ -89,6 +112,7 @@ impl Yarn {
     }
 }
 
+#[cfg(not(recipe_only))]
 impl Base {
     fn tables(&self, freqs: &[f32]) -> Rotary {
         let r = Rotary::from_freqs(freqs, self.max_len, self.device).to_kind(self.kind);
@@ -96,6 +120,7 @@ impl Base {
     }
 }
 
+#[cfg(not(recipe_only))]
 impl State {
     fn base(b: &Base) -> State {
         State {
@@ -107,6 +132,7 @@ impl State {
     }
 }
 
+#[cfg(not(recipe_only))]
 /// One YaRN growth of the frequencies from `old` to `new` tokens, in fp32 as upstream.
 pub fn grow(freqs: &[f32], old: i64, new: i64, (alpha, beta): (f64, f64)) -> Vec<f32> {
     let s = (old as f64 / new as f64) as f32;

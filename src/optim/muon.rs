@@ -28,45 +28,148 @@
 //! params are grouped by shape; #36's custom group sizes ([1, 10, 16, 16] on 8 GPUs, the
 //! smallest first) decide which rank orthogonalizes which matrix and how much padding the
 //! collectives carry, not the update, which is the same per parameter.
-use super::newton_schulz::orthogonalize;
-use super::param_table::ParamRow;
-use super::{cautious_wd, mantissa, normuon, polar_express, qk_head_pairs};
-use crate::dist::{Collectives, Op};
-use crate::model::params::{Param, Role};
-use crate::recipe::{Orthogonalizer, SplitProduct};
-use anyhow::{bail, ensure, Context, Result};
-use tch::{Kind, Tensor};
+use crate::recipe::registry::{technique, Lab, Technique};
+use serde::{Deserialize, Serialize};
+#[cfg(not(recipe_only))]
+use {
+    super::newton_schulz::orthogonalize,
+    super::param_table::ParamRow,
+    super::{cautious_wd, mantissa, normuon, polar_express, qk_head_pairs},
+    crate::dist::{Collectives, Op},
+    crate::model::params::{Param, Role},
+    anyhow::{bail, ensure, Context, Result},
+    tch::{Kind, Tensor},
+};
 
-#[derive(Debug, Clone, Copy)]
-pub struct MuonConfig {
+/// `[recipe.muon]`: Muon for the hidden matrices (upstream #3, #4, #9, #13, #15, #24), every
+/// tensor of two or more dims inside the blocks; the other tensors go to Adam with the recipe's
+/// lr, betas and eps. The optimizer reads this section as it is.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Section {
     pub lr: f64,
     pub weight_decay: f64,
-    /// Newton–Schulz iterations (5 upstream).
     pub ns_steps: usize,
-    pub orthogonalizer: Orthogonalizer,
-    /// NorMuon's second-moment decay; None: plain Muon.
+    /// Momentum warms up linearly from `momentum_start` to `momentum` over `momentum_warmup` steps.
+    pub momentum: f64,
+    pub momentum_start: f64,
+    pub momentum_warmup: u64,
+    /// Momentum falls linearly back to `momentum_start` over the last this many steps
+    /// (upstream #39: 50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub momentum_cooldown: Option<u64>,
+    /// NorMuon: the orthogonalized update normalized per neuron by a running second moment
+    /// with this decay (upstream #41: 0.95; src/optim/normuon.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub beta2: Option<f64>,
-    /// Cautious, lr-coupled weight decay (upstream #43).
+    /// Cautious weight decay, coupled to the scheduled lr (upstream #43;
+    /// src/optim/cautious_wd.rs).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cautious_wd: bool,
-    /// NorMuon's moments per gate row (per head), whatever the gate's shape (upstream #48).
+    /// NorMuon's moments per gate row, one per head (upstream #48 fixed the gates'
+    /// orientation; before, their shape made them per column).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub gate_rows: bool,
-    /// Which matrices' Polar Express splits its last product (upstream #48).
+    /// Which matrices' Polar Express takes its last product B·X on its own and then adds a·X,
+    /// two kernels for baddbmm's one (upstream #48, for speed): the same sum, but in bf16 the
+    /// product is rounded before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub split_product: Option<SplitProduct>,
+    /// A QKVO weight's lr factor √max(1, rows/cols) from one of its C x C matrices (1), not
+    /// from the tall [4C, C] (2): upstream #61's unified optimizer takes it from the chunk it
+    /// orthogonalizes, which halves the attention's lr and decay.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub qkvo_square: bool,
+    /// Q and K orthogonalized per head pair ([2·head_dim, C] blocks) with NorMuon's moments
+    /// per column, V and O as C x C matrices per row (upstream #80's qk and vo banks).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub qk_head_pairs: bool,
+    /// How the update is orthogonalized: Newton–Schulz (#3) or Polar Express (#38).
+    #[serde(default, skip_serializing_if = "Orthogonalizer::is_newton_schulz")]
+    pub orthogonalizer: Orthogonalizer,
+}
+
+/// The matrices of [`Section::split_product`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SplitProduct {
+    /// The MLP's c_fc and c_proj (upstream #48's `label == 'mlp'`).
+    Mlp,
+    /// Matrices of more than 1,024 rows as stored (upstream #61's `is_large_matrix`): at full
+    /// size the MLP's (3,072 x 768) again, at lab size none.
+    Large,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Orthogonalizer {
+    /// The fixed quintic (3.4445, -4.7750, 2.0315), `ns_steps` times.
+    #[default]
+    NewtonSchulz,
+    /// Five tuned quintics (src/optim/polar_express.rs); `ns_steps` is not read.
+    PolarExpress,
+}
+
+impl Orthogonalizer {
+    fn is_newton_schulz(&self) -> bool {
+        *self == Orthogonalizer::NewtonSchulz
+    }
+}
+
+impl Section {
+    /// Record #3's Muon at `lr` (NS5, no NorMuon, no caution) with `weight_decay`, for a step
+    /// driven by hand (the momentum comes from the caller's plan, so its schedule is zero).
+    pub fn plain(lr: f64, weight_decay: f64) -> Section {
+        Section {
+            lr,
+            weight_decay,
+            ns_steps: 5,
+            momentum: 0.95,
+            momentum_start: 0.95,
+            momentum_warmup: 0,
+            momentum_cooldown: None,
+            beta2: None,
+            cautious_wd: false,
+            gate_rows: false,
+            split_product: None,
+            qkvo_square: false,
+            qk_head_pairs: false,
+            orthogonalizer: Orthogonalizer::NewtonSchulz,
+        }
+    }
+}
+
+/// Its lab rule: ns_steps counts Newton-Schulz iterations, not training steps, and keeps its
+/// value; the momentum's warmup and cooldown are step counts.
+pub const TECHNIQUE: Technique = Technique {
+    lab: Lab::Fields(&[
+        ("momentum_warmup", Lab::Steps),
+        ("momentum_cooldown", Lab::Steps),
+        ("ns_steps", Lab::Kept),
+    ]),
+    ..technique("muon", &[3, 4, 6, 8, 9, 13, 15, 24, 32, 36, 39, 41, 43, 48, 61, 78, 80], &[])
+};
+
+/// What a run adds to the section: how the parameters are stored and what Newton–Schulz
+/// computes in.
+#[cfg(not(recipe_only))]
+#[derive(Debug, Clone, Copy)]
+pub struct Storage {
     /// bf16 params keep the low half of their fp32 value, and the momentum and second moment
     /// are fp32 (upstream #57's bf16 block matrices); else a bf16 param (#32's gates) is stored
     /// rounded and its state is bf16.
     pub mantissa: bool,
-    /// A QKVO weight's shape factor is its C x C matrices' (upstream #61).
-    pub qkvo_square: bool,
-    /// The kind Newton–Schulz computes in: bf16 on CUDA, fp32 on CPU.
+    /// bf16 on CUDA, fp32 on CPU.
     pub kind: Kind,
 }
 
+#[cfg(not(recipe_only))]
 pub struct Muon {
     params: Vec<Param>,
     /// Indices into `params`, one list per distinct shape, in first-appearance order.
     groups: Vec<Vec<usize>>,
-    cfg: MuonConfig,
+    cfg: Section,
+    storage: Storage,
     /// Momentum buffer (param shape and dtype) of each param this rank owns; `None` elsewhere.
     bufs: Vec<Option<Tensor>>,
     /// NorMuon's second moment ([.., 1, cols], the momentum's dtype) of each param this rank
@@ -79,8 +182,9 @@ pub struct Muon {
     mantissas: Vec<Option<Tensor>>,
 }
 
+#[cfg(not(recipe_only))]
 impl Muon {
-    pub fn new(params: Vec<Param>, cfg: MuonConfig) -> Result<Muon> {
+    pub fn new(params: Vec<Param>, cfg: &Section, storage: Storage) -> Result<Muon> {
         let mut groups: Vec<Vec<usize>> = Vec::new();
         for (i, p) in params.iter().enumerate() {
             let shape = p.tensor.size();
@@ -97,11 +201,12 @@ impl Muon {
             .iter()
             .map(|p| {
                 let t = &p.tensor;
-                let keep = cfg.mantissa && t.kind() == Kind::BFloat16;
+                let keep = storage.mantissa && t.kind() == Kind::BFloat16;
                 keep.then(|| t.zeros_like().to_kind(Kind::Int16))
             })
             .collect();
-        Ok(Muon { params, groups, cfg, bufs, seconds, seconds_vo, mantissas })
+        let cfg = cfg.clone();
+        Ok(Muon { params, groups, cfg, storage, bufs, seconds, seconds_vo, mantissas })
     }
 
     pub fn params(&self) -> &[Param] {
@@ -206,7 +311,7 @@ impl Muon {
     /// The dtype of param `i`'s momentum and second moment: fp32 with #57's mantissas, else the
     /// param's (upstream's `zeros_like`: bf16 for #32's gates on CUDA).
     fn state_kind(&self, i: usize) -> Kind {
-        match self.cfg.mantissa {
+        match self.storage.mantissa {
             true => Kind::Float,
             false => self.params[i].tensor.kind(),
         }
@@ -227,8 +332,10 @@ impl Muon {
     fn orthogonalized(&mut self, u: &Tensor, (i, k): (usize, usize), dim: i64) -> Tensor {
         let split = self.split(i, &u.size());
         let o = match self.cfg.orthogonalizer {
-            Orthogonalizer::NewtonSchulz => orthogonalize(u, self.cfg.ns_steps, self.cfg.kind),
-            Orthogonalizer::PolarExpress => polar_express::orthogonalize(u, self.cfg.kind, split),
+            Orthogonalizer::NewtonSchulz => orthogonalize(u, self.cfg.ns_steps, self.storage.kind),
+            Orthogonalizer::PolarExpress => {
+                polar_express::orthogonalize(u, self.storage.kind, split)
+            }
         };
         let Some(beta2) = self.cfg.beta2 else { return o };
         let view = o.size();
@@ -306,6 +413,7 @@ impl Muon {
     }
 }
 
+#[cfg(not(recipe_only))]
 /// A band of a parameter's rows that Muon orthogonalizes on its own, as matrices of `view`,
 /// normalized by NorMuon over `dim` with a second moment of its own.
 pub(super) struct Piece {
@@ -316,6 +424,7 @@ pub(super) struct Piece {
     pub(super) dim: i64,
 }
 
+#[cfg(not(recipe_only))]
 impl Muon {
     /// How param `i`'s update is orthogonalized: Q and K by head pairs ([2·head_dim, C] blocks,
     /// moments per column) and V, O as two C x C matrices from upstream #80; Q, K, V and O as
@@ -403,6 +512,7 @@ impl Muon {
     }
 }
 
+#[cfg(not(recipe_only))]
 /// Muon's √max(1, rows/cols): tall matrices take larger steps.
 fn shape_factor(shape: &[i64]) -> f64 {
     let (rows, cols) = (shape[shape.len() - 2], shape[shape.len() - 1]);

@@ -7,7 +7,7 @@
 //! chase the jump in the loss.
 use super::adamw::{clip_factor, AdamW};
 use super::dist_adam::{AdamConfig, DistAdam};
-use super::muon::{Muon, MuonConfig};
+use super::muon::{Muon, Storage};
 use super::muon_classic::{pieces, MuonClassic};
 use super::param_table::ParamRow;
 use super::schedule::Plan;
@@ -94,23 +94,11 @@ impl Optimizer {
                 scalars[0].name
             ),
         };
-        let muon = MuonConfig {
-            lr: m.lr,
-            weight_decay: m.weight_decay,
-            ns_steps: m.ns_steps,
-            orthogonalizer: m.orthogonalizer,
-            beta2: m.beta2,
-            cautious_wd: m.cautious_wd,
-            gate_rows: m.gate_rows,
-            split_product: m.split_product,
-            mantissa: r.bf16_matrices,
-            qkvo_square: m.qkvo_square,
-            kind: compute,
-        };
+        let storage = Storage { mantissa: r.bf16_matrices, kind: compute };
         Ok(Optimizer::MuonAdam {
             adam: DistAdam::new(rest, adam)?,
             scalars,
-            muon: Box::new(Muon::new(hidden, muon)?),
+            muon: Box::new(Muon::new(hidden, m, storage)?),
             lr: r.lr,
             adam_every: r.adam_every.unwrap_or(1).max(1),
         })

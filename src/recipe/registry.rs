@@ -1,6 +1,11 @@
 //! The registry of recipe keys: one entry per key of [`Recipe`](super::Recipe), with the
 //! upstream records that shaped it, what it needs, and how the lab rule maps it. Validation and
 //! the lab rule read this table; a test fails when a key has no entry.
+//!
+//! A technique whose recipe section lives in its own module (`[recipe.bigram_hash]` in
+//! `src/model/bigram_hash.rs`) keeps its entry there too, as that module's `TECHNIQUE`; the
+//! list below names it in one line.
+use crate::{model, optim};
 
 /// How the common lab rule maps a key onto the 2-core CPU.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -54,7 +59,7 @@ const fn base(key: &'static str, lab: Lab) -> Technique {
     Technique { key, records: &[1], act1: &[], needs: &[], excludes: &[], lab }
 }
 
-const fn technique(
+pub const fn technique(
     key: &'static str,
     records: &'static [u32],
     needs: &'static [&'static str],
@@ -146,7 +151,7 @@ pub const REGISTRY: &[Technique] = &[
         ..technique("windows", &[13, 16, 20, 29, 31], MODERN)
     },
     technique("attn_scale", &[20, 31], MODERN),
-    technique("yarn", &[31], &["rotary", "windows", "attn_scale"]),
+    model::yarn::TECHNIQUE,
     Technique { lab: Lab::Kept, ..technique("attn_gate", &[28], MODERN) },
     Technique {
         lab: Lab::Kept,
@@ -159,14 +164,8 @@ pub const REGISTRY: &[Technique] = &[
     technique("tall_matrices", &[48], &["muon"]),
     technique("key_offset", &[49], &["attn_layers"]),
     technique("key_offset_half", &[62], &["key_offset"]),
-    Technique {
-        lab: Lab::Fields(&[("rows_per_vocab", Lab::Kept)]),
-        ..technique("bigram_hash", &[62], &["value_embed_layers", "muon"])
-    },
-    Technique {
-        excludes: &["x0_lambdas", "unet"],
-        ..technique("parallel_residuals", &[73, 77], &["embed_norm", "muon"])
-    },
+    model::bigram_hash::TECHNIQUE,
+    model::parallel_residuals::TECHNIQUE,
     technique("attend_backout", &[77], &["parallel_residuals", "backout"]),
     technique("zero_value_embeds", &[49], &["value_embed_layers"]),
     technique("compact_scalars", &[49], &[]),
@@ -200,15 +199,7 @@ pub const REGISTRY: &[Technique] = &[
         lab: Lab::Fields(&[("ns_steps", Lab::Kept)]),
         ..act1("muon_classic", &[3, 4, 5, 6], &["muon", "attn_layers"])
     },
-    Technique {
-        // ns_steps counts Newton-Schulz iterations, not training steps: it keeps its value.
-        lab: Lab::Fields(&[
-            ("momentum_warmup", Lab::Steps),
-            ("momentum_cooldown", Lab::Steps),
-            ("ns_steps", Lab::Kept),
-        ]),
-        ..technique("muon", &[3, 4, 6, 8, 9, 13, 15, 24, 32, 36, 39, 41, 43, 48, 61, 78, 80], &[])
-    },
+    optim::muon::TECHNIQUE,
     technique("lr_mul", &[24, 42, 48, 52, 55], &["muon"]),
     technique("wd_mul", &[55], &["muon"]),
     technique("gates_in_adam", &[56], &["attn_gate", "muon"]),

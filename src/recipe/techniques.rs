@@ -129,17 +129,6 @@ impl Windows {
     }
 }
 
-/// YaRN (upstream #31): rotary's low frequencies interpolated at each growth of the long
-/// window, high ones (>= beta turns within the old window) kept; the softmax scale times
-/// (scale_growth·ln(new/old) + 1).
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Yarn {
-    pub alpha: f64,
-    pub beta: f64,
-    pub scale_growth: f64,
-}
-
 /// Muon as Keller Jordan's script had it in autumn 2024 (Act 1's a3; src/optim/muon_classic.rs):
 /// SGD momentum with Nesterov, NS5, the update scaled by sqrt(max(rows, cols)), a fused QKV as
 /// three squares, no weight decay. The block matrices only; the rest stays with AdamW.
@@ -149,80 +138,6 @@ pub struct MuonClassic {
     pub lr: f64,
     pub momentum: f64,
     pub ns_steps: usize,
-}
-
-/// Muon for the hidden matrices (upstream #3, #4, #9, #13, #15, #24): every >= 2-D tensor inside
-/// the blocks. The other tensors go to Adam with the recipe's lr, betas and eps.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Muon {
-    pub lr: f64,
-    pub weight_decay: f64,
-    pub ns_steps: usize,
-    /// Momentum warms up linearly from `momentum_start` to `momentum` over `momentum_warmup` steps.
-    pub momentum: f64,
-    pub momentum_start: f64,
-    pub momentum_warmup: u64,
-    /// Momentum falls linearly back to `momentum_start` over the last this many steps
-    /// (upstream #39: 50).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub momentum_cooldown: Option<u64>,
-    /// NorMuon: the orthogonalized update normalized per neuron by a running second moment
-    /// with this decay (upstream #41: 0.95; src/optim/normuon.rs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub beta2: Option<f64>,
-    /// Cautious weight decay, coupled to the scheduled lr (upstream #43;
-    /// src/optim/cautious_wd.rs).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub cautious_wd: bool,
-    /// NorMuon's moments per gate row, one per head (upstream #48 fixed the gates'
-    /// orientation; before, their shape made them per column).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub gate_rows: bool,
-    /// Which matrices' Polar Express takes its last product B·X on its own and then adds a·X,
-    /// two kernels for baddbmm's one (upstream #48, for speed): the same sum, but in bf16 the
-    /// product is rounded before it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub split_product: Option<SplitProduct>,
-    /// A QKVO weight's lr factor √max(1, rows/cols) from one of its C x C matrices (1), not
-    /// from the tall [4C, C] (2): upstream #61's unified optimizer takes it from the chunk it
-    /// orthogonalizes, which halves the attention's lr and decay.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub qkvo_square: bool,
-    /// Q and K orthogonalized per head pair ([2·head_dim, C] blocks) with NorMuon's moments
-    /// per column, V and O as C x C matrices per row (upstream #80's qk and vo banks).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub qk_head_pairs: bool,
-    /// How the update is orthogonalized: Newton–Schulz (#3) or Polar Express (#38).
-    #[serde(default, skip_serializing_if = "Orthogonalizer::is_newton_schulz")]
-    pub orthogonalizer: Orthogonalizer,
-}
-
-/// The matrices of [`Muon::split_product`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SplitProduct {
-    /// The MLP's c_fc and c_proj (upstream #48's `label == 'mlp'`).
-    Mlp,
-    /// Matrices of more than 1,024 rows as stored (upstream #61's `is_large_matrix`): at full
-    /// size the MLP's (3,072 x 768) again, at lab size none.
-    Large,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Orthogonalizer {
-    /// The fixed quintic (3.4445, -4.7750, 2.0315), `ns_steps` times.
-    #[default]
-    NewtonSchulz,
-    /// Five tuned quintics (src/optim/polar_express.rs); `ns_steps` is not read.
-    PolarExpress,
-}
-
-impl Orthogonalizer {
-    fn is_newton_schulz(&self) -> bool {
-        *self == Orthogonalizer::NewtonSchulz
-    }
 }
 
 /// Per-tensor lr multipliers on top of the optimizer's lr: Adam's (upstream #24) and, from
@@ -256,26 +171,6 @@ pub struct AdamBetas {
     pub x0_lambdas: [f64; 2],
     /// The smear, skip, attention and value-embedding gates.
     pub gates: [f64; 2],
-}
-
-/// Residual lambdas per sublayer, x0 and bigram joining after attention (upstream #73;
-/// src/model/parallel_residuals.rs). r_a and r_m start at √block_lambda_init (√1.1: 1.1 over
-/// the two sublayers), the bigram lambdas at bigram_hash.lambda.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct ParallelResiduals {
-    /// The lambdas' Adam betas ((0.9, 0.95)).
-    pub betas: [f64; 2],
-}
-
-/// The bigram hash embedding (upstream #62; src/model/bigram_hash.rs).
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct BigramHash {
-    /// Table rows per padded vocabulary entry (5: 251,520 rows).
-    pub rows_per_vocab: usize,
-    /// Each layer's weight on it at init (0.1).
-    pub lambda: f64,
 }
 
 /// Weight-decay multipliers on Adam's rate (upstream #55): the value embeddings', and the

@@ -105,9 +105,17 @@ pub fn record_with(n: u32, lines: &str, scale: Scale) -> Recipe {
     let text = std::fs::read_to_string(path).unwrap();
     let keys: Vec<&str> =
         lines.lines().filter_map(|l| l.split('=').next()).map(str::trim).collect();
+    // Only [recipe]'s own keys: a section's fields ([recipe.muon] lr) are not replaced.
+    let mut table = "";
     let kept: Vec<&str> = text
         .lines()
-        .filter(|l| !keys.iter().any(|k| l.split('=').next().map(str::trim) == Some(k)))
+        .filter(|l| {
+            if l.starts_with('[') {
+                table = l.split(']').next().unwrap_or("");
+            }
+            let key = l.split('=').next().map(str::trim);
+            table != "[recipe" || !keys.iter().any(|k| key == Some(k))
+        })
         .collect();
     let text = kept.join("\n").replace("[recipe]\n", &format!("[recipe]\n{lines}\n"));
     Recipe::from_manifest_str(&text, scale, None).unwrap()
