@@ -6,7 +6,7 @@
 //!
 //! A technique with a section of its own (`[recipe.bigram_hash]`) declares it in its module
 //! (`bigram_hash::Section`, with its registry entry); its field here is one line, absent = off.
-use crate::model::{bigram_hash, parallel_residuals, yarn};
+use crate::model::{backout, bigram_hash, key_offset, parallel_residuals, smear, yarn};
 use crate::optim::muon;
 use anyhow::{bail, ensure, Context, Result};
 use lab::LabRule;
@@ -154,13 +154,7 @@ pub struct Recipe {
     /// √(rows/cols) then gives them twice the lr, and NorMuon's moments are per row.
     #[serde(default)]
     pub tall_matrices: bool,
-    /// Partial key offset on the long-window layers (upstream #49; src/model/key_offset.rs).
-    #[serde(default)]
-    pub key_offset: bool,
-    /// The key offset shifts dims D/2..D, the unrotated half of interleaved rotary (upstream
-    /// #62), not the second quarter of each half.
-    #[serde(default)]
-    pub key_offset_half: bool,
+    pub key_offset: Option<key_offset::Section>, // src/model/key_offset.rs
     /// The scalar bank relaid out (upstream #49): all resid lambdas, all x0 lambdas, the
     /// attention lambdas, smear, backout, then one skip lambda instead of L skip slots.
     #[serde(default)]
@@ -179,10 +173,7 @@ pub struct Recipe {
     /// (#47), on the QKV and output weights (#48).
     #[serde(default)]
     pub sa_lambdas: SaLambdas,
-    /// Smear: each token's embedding takes in a gated share of the previous token's, the gate
-    /// reading the first n channels (upstream #34: 12).
-    #[serde(default)]
-    pub smear: Option<usize>,
+    pub smear: Option<smear::Section>, // src/model/smear.rs
     /// Sparse attention gate: σ(W·h[:n]) per head from the first n channels (upstream #28).
     #[serde(default)]
     pub attn_gate: Option<usize>,
@@ -206,10 +197,7 @@ pub struct Recipe {
     #[serde(default)]
     pub attend_backout: bool,
     pub bigram_hash: Option<bigram_hash::Section>, // src/model/bigram_hash.rs
-    /// Backout: the final hidden state minus a learned share (init 0.5) of this layer's output
-    /// (upstream #40: 8).
-    #[serde(default)]
-    pub backout: Option<usize>,
+    pub backout: Option<backout::Section>,         // src/model/backout.rs
     #[serde(default)]
     pub softcap: Option<Softcap>,
     #[serde(default)]
@@ -566,7 +554,7 @@ impl Recipe {
                 "recipe: {key} reads more channels than n_embd"
             );
         }
-        if let Some(k) = self.backout {
+        if let Some(k) = self.backout.as_ref().map(|b| b.layer) {
             ensure!(
                 k < l && !self.skips_layer(k),
                 "recipe: backout = {k} is not a layer that runs"
@@ -578,7 +566,7 @@ impl Recipe {
     /// The attention's and the dense model's settings go together.
     fn validate_attention(&self) -> Result<()> {
         ensure!(
-            !self.key_offset || self.rotary.as_ref().is_some_and(|r| r.truncated),
+            self.key_offset.is_none() || self.rotary.as_ref().is_some_and(|r| r.truncated),
             "recipe: key_offset shifts the dims a truncated rotary leaves unrotated; it needs rotary.truncated"
         );
         // Act 1's changes to record #1's dense layers have nothing to act on in the windowed

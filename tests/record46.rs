@@ -106,13 +106,21 @@ fn set_scalar(gpt: &Gpt, params: &[Param], name: &str, v: f64) {
 /// the one without backout. The bank is upstream's 64: smear's slot, then backout's.
 #[test]
 fn backout_takes_back_a_share_of_a_layer_output() {
-    assert_eq!(record_with(29, "backout = 8", Scale::Full).backout, Some(8));
     assert_eq!(
-        record_with(29, "backout = 8", Scale::Lab).backout,
+        record_with(29, "backout = { layer = 8 }", Scale::Full).backout.map(|b| b.layer),
+        Some(8)
+    );
+    assert_eq!(
+        record_with(29, "backout = { layer = 8 }", Scale::Lab).backout.map(|b| b.layer),
         Some(2),
         "layer 8 of 12 -> 2 of 4"
     );
-    let full = build(&record_with(29, "backout = 8\nsmear = 12", Scale::Full)).0;
+    let full = build(&record_with(
+        29,
+        "backout = { layer = 8 }\nsmear = { gate_channels = 12 }",
+        Scale::Full,
+    ))
+    .0;
     let layout: Vec<(&str, usize)> =
         full.scalar_layout().iter().map(|e| (e.name.as_str(), e.init.len())).collect();
     let smear = layout.iter().position(|(n, _)| *n == "smear").unwrap();
@@ -131,11 +139,11 @@ fn backout_takes_back_a_share_of_a_layer_output() {
         }
         gpt.forward(&idx, &ctx).unwrap()
     };
-    let flat = logits("backout = 11", Some(1.0)); // lab layer 3, the last
+    let flat = logits("backout = { layer = 11 }", Some(1.0)); // lab layer 3, the last
     assert!(flat.allclose(&flat.full_like(15.0), 0.0, 1e-4, false), "nothing left: 30·σ(0)");
     let plain = logits("", None);
-    assert!(logits("backout = 8", Some(0.0)).allclose(&plain, 1e-6, 1e-6, false));
-    let half = logits("backout = 8", None);
+    assert!(logits("backout = { layer = 8 }", Some(0.0)).allclose(&plain, 1e-6, 1e-6, false));
+    let half = logits("backout = { layer = 8 }", None);
     assert!(!half.allclose(&plain, 1e-3, 1e-3, false), "λ = 0.5 changes the output");
 }
 

@@ -278,7 +278,7 @@ fn record_53_builds_with_the_spec_parameter_count() {
     assert_eq!(total, 508_428_288);
     let lab = common::record(53, Scale::Lab);
     assert_eq!(
-        (lab.steps, lab.iteration_extension, lab.backout, lab.single_skip),
+        (lab.steps, lab.iteration_extension, lab.backout.map(|b| b.layer), lab.single_skip),
         (287, 6, Some(2), Some([1, 2]))
     );
 }

@@ -20,8 +20,11 @@ pub mod toml_file;
 pub mod trainer {
     pub mod recipe;
     pub mod model {
+        pub mod backout;
         pub mod bigram_hash;
+        pub mod key_offset;
         pub mod parallel_residuals;
+        pub mod smear;
         pub mod yarn;
     }
     pub mod optim {

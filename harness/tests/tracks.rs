@@ -382,13 +382,15 @@ fn a_lab_log_of_an_act1_step_is_judged_against_a1s_target() {
         dir: f.root().into(),
         tree_id: "t".into(),
         bin: "train".into(),
+        older_shape: None,
     };
-    let cmd = t.cmd(&m, "lab", f.root(), f.root(), false);
+    let cmd = t.cmd(&m, "lab", f.root(), f.root(), false).unwrap();
     let args: Vec<String> = cmd.args().iter().map(|a| a.to_string_lossy().into_owned()).collect();
     assert!(args.windows(2).any(|w| w == ["--header", "record_id=a2"]), "{args:?}");
     let main = Catalog::load(f.root()).unwrap().get(29).unwrap().clone();
     let args: Vec<String> = t
         .cmd(&main, "lab", f.root(), f.root(), false)
+        .unwrap()
         .args()
         .iter()
         .map(|a| a.to_string_lossy().into_owned())

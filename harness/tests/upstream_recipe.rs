@@ -53,7 +53,8 @@ fn a_row_with_neither_keys_nor_a_reason_and_a_wrong_step_count_are_refused() {
     let (_dir, m) = edited_38("[upstream.recipe]\nbf16_loss = true\n", "");
     let err = check(&load(29), &m).unwrap_err();
     assert!(err.contains("upstream #37 sets no recipe key; say why in same_math"), "{err}");
-    let (_dir, m) = edited_38("smear = 12\nsteps = 1645", "smear = 12");
+    let (_dir, m) =
+        edited_38("smear = { gate_channels = 12 }\nsteps = 1645", "smear = { gate_channels = 12 }");
     let err = check(&load(29), &m).unwrap_err();
     assert!(err.contains("upstream #34's recipe trains 1660 steps but its log 1645"), "{err}");
 }

@@ -4,20 +4,42 @@
 //! h = x_L − λ·x_k          x_k: the residual stream after layer k (upstream: 8 of 12)
 //! ```
 //! λ comes from the scalar bank, init 0.5.
-use super::builder::Builder;
-use super::scalars::{ScalarBank, Slot};
-use tch::Tensor;
+use crate::recipe::registry::{technique, Lab, Older, Technique};
+use serde::{Deserialize, Serialize};
+#[cfg(not(recipe_only))]
+use {
+    super::builder::Builder,
+    super::scalars::{ScalarBank, Slot},
+    tch::Tensor,
+};
 
+/// `[recipe.backout]`: the layer whose output the final state takes a share of (#40: 8).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Section {
+    pub layer: usize,
+}
+
+/// At lab scale the layer is the lab layer whose slice of the full layers holds it; trees
+/// before the section read `backout = 8`.
+pub const TECHNIQUE: Technique = Technique {
+    lab: Lab::Fields(&[("layer", Lab::Layer)]),
+    older: &[("backout", Older::Field("layer"))],
+    ..technique("backout", &[40], &[])
+};
+
+#[cfg(not(recipe_only))]
 pub struct Backout {
     /// The layer whose output is kept.
     pub layer: usize,
     lambda: Slot,
 }
 
+#[cfg(not(recipe_only))]
 impl Backout {
     /// The recipe's backout of its layer's output.
     pub fn build(b: &mut Builder) -> Option<Backout> {
-        b.r.backout.map(|layer| Backout::new(&mut b.scalars, layer))
+        b.r.backout.as_ref().map(|s| Backout::new(&mut b.scalars, s.layer))
     }
 
     pub fn new(bank: &mut ScalarBank, layer: usize) -> Backout {

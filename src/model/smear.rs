@@ -6,21 +6,43 @@
 //! ```
 //! It starts as an exact no-op (λ = 0). The sequence is packed documents and nothing masks their
 //! boundaries: a document's BOS takes in the previous document's last token, as upstream.
-use super::builder::Builder;
-use super::params::{Group, ParamSet};
-use super::scalars::{ScalarBank, Slot};
-use tch::Tensor;
+use crate::recipe::registry::{technique, Lab, Older, Technique};
+use serde::{Deserialize, Serialize};
+#[cfg(not(recipe_only))]
+use {
+    super::builder::Builder,
+    super::params::{Group, ParamSet},
+    super::scalars::{ScalarBank, Slot},
+    tch::Tensor,
+};
 
+/// `[recipe.smear]`: how many channels of each token's embedding the gate reads (#34: 12).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Section {
+    pub gate_channels: usize,
+}
+
+/// The gate's channels keep their count at lab scale; trees before the section read
+/// `smear = 12`.
+pub const TECHNIQUE: Technique = Technique {
+    lab: Lab::Fields(&[("gate_channels", Lab::Kept)]),
+    older: &[("smear", Older::Field("gate_channels"))],
+    ..technique("smear", &[34, 40], &["embed_norm", "muon"])
+};
+
+#[cfg(not(recipe_only))]
 pub struct Smear {
     gate: Tensor, // [1, n]
     lambda: Slot,
 }
 
+#[cfg(not(recipe_only))]
 impl Smear {
-    /// The recipe's smear over `smear` channels.
+    /// The recipe's smear over its gate's channels.
     pub fn build(b: &mut Builder) -> Option<Smear> {
         let r = b.r;
-        let n = r.smear?;
+        let n = r.smear.as_ref()?.gate_channels;
         // Upstream reserved a slot per layer for smear's one lambda until #40 gave the spare
         // slots back, keeping one for smear and one for backout.
         let slots = if r.backout.is_some() { 1 } else { b.l };

@@ -134,8 +134,8 @@ impl WindowedAttention {
             // Upstream #64 draws W_O with Q, K and V.
             zero_proj: r.zero_proj && !r.uniform_attn_out,
             tall: r.tall_matrices,
-            key_offset: r.key_offset,
-            key_offset_half: r.key_offset_half,
+            key_offset: r.key_offset.is_some(),
+            key_offset_half: r.key_offset.as_ref().is_some_and(|k| k.half),
             gate: r.attn_gate.map(|n| (n as i64, b.g.gate)),
             qk_norm: r.qk_norm.then_some(r.ln_eps),
         };

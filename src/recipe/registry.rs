@@ -46,6 +46,19 @@ pub struct Technique {
     /// Keys that must be off when this one is on (it replaces them).
     pub excludes: &'static [&'static str],
     pub lab: Lab,
+    /// How a tree older than this key's section read it: each older key and where in the
+    /// section its value is (the CLI writes a manifest that way for such a tree). Empty when
+    /// the section is the older key's own table, or the key has no section.
+    pub older: &'static [(&'static str, Older)],
+}
+
+/// Where an older key's value is in a section.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Older {
+    /// The section's field of this name (`smear = 12` is `[recipe.smear] gate_channels = 12`).
+    Field(&'static str),
+    /// `true` when the section is there: the older key was the technique's switch.
+    On,
 }
 
 impl Technique {
@@ -56,7 +69,7 @@ impl Technique {
 }
 
 const fn base(key: &'static str, lab: Lab) -> Technique {
-    Technique { key, records: &[1], act1: &[], needs: &[], excludes: &[], lab }
+    Technique { key, records: &[1], act1: &[], needs: &[], excludes: &[], lab, older: &[] }
 }
 
 pub const fn technique(
@@ -64,7 +77,7 @@ pub const fn technique(
     records: &'static [u32],
     needs: &'static [&'static str],
 ) -> Technique {
-    Technique { key, records, act1: &[], needs, excludes: &[], lab: Lab::Same }
+    Technique { key, records, act1: &[], needs, excludes: &[], lab: Lab::Same, older: &[] }
 }
 
 /// A key Act 1 brought (its steps), which no upstream record of the main track has.
@@ -73,7 +86,7 @@ const fn act1(
     steps: &'static [u32],
     excludes: &'static [&'static str],
 ) -> Technique {
-    Technique { key, records: &[], act1: steps, needs: &[], excludes, lab: Lab::Same }
+    Technique { key, records: &[], act1: steps, needs: &[], excludes, lab: Lab::Same, older: &[] }
 }
 
 /// Windows, rotary, QK-norm, value embeddings, the gate, x0 lambdas and U-net skips are parts
@@ -162,8 +175,7 @@ pub const REGISTRY: &[Technique] = &[
     Technique { lab: Lab::Kept, ..technique("skip_gate_x0", &[55], &["single_skip"]) },
     technique("sa_lambdas", &[47, 48], MODERN),
     technique("tall_matrices", &[48], &["muon"]),
-    technique("key_offset", &[49], &["attn_layers"]),
-    technique("key_offset_half", &[62], &["key_offset"]),
+    model::key_offset::TECHNIQUE,
     model::bigram_hash::TECHNIQUE,
     model::parallel_residuals::TECHNIQUE,
     technique("attend_backout", &[77], &["parallel_residuals", "backout"]),
@@ -172,8 +184,8 @@ pub const REGISTRY: &[Technique] = &[
     technique("qkv_init_mul", &[53], &["attn_layers"]),
     technique("uniform_attn_out", &[64], &["attn_layers", "zero_proj"]),
     technique("mtp", &[53], &[]),
-    Technique { lab: Lab::Kept, ..technique("smear", &[34, 40], &["embed_norm", "muon"]) },
-    Technique { lab: Lab::Layer, ..technique("backout", &[40], &[]) },
+    model::smear::TECHNIQUE,
+    model::backout::TECHNIQUE,
     Technique { act1: &[5, 6], ..technique("softcap", &[9, 18, 19, 28, 54], &[]) },
     technique("fp8_head", &[19, 21, 28, 51], &[]),
     technique("fp8_mlp_up", &[84], &["tall_matrices", "activation"]),

@@ -7,6 +7,7 @@
 //! `records/aN.toml` with `track = "act1"`.
 pub mod id;
 pub mod manifest_text;
+pub mod older_shape;
 pub mod recipe_check;
 pub mod upstream_recipe;
 

@@ -163,7 +163,7 @@ fn sample_round(
     out: &std::path::Path,
 ) -> Result<String> {
     let n = m.id();
-    let cmd = t.cmd(m, scale, data, out, args.cuda).stop_after(s.window.stop);
+    let cmd = t.cmd(m, scale, data, out, args.cuda)?.stop_after(s.window.stop);
     let cmd = cmd.header(format!("bench=round {round}/{}", args.rounds));
     launch(&t.bin, cmd.args(), 1, &LaunchOpts::default(), |line| {
         if line.stream == Stream::Stderr {

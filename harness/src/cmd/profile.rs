@@ -180,7 +180,7 @@ fn profile_one(
     let window = args.at.window(budget, args.warmup, args.steps).with_context(|| format!("{n}"))?;
     let dir = out.join("trace");
     // The record's own budget and schedule, stopped after the traced steps.
-    let cmd = t.cmd(m, scale, data, &out, scale != "lab").stop_after(window.stop);
+    let cmd = t.cmd(m, scale, data, &out, scale != "lab")?.stop_after(window.stop);
     let cmd = cmd.profile(&dir, args.steps);
     info!(
         "records: profiling {n}: steps {}-{} of its {budget} traced, {} rank(s)",

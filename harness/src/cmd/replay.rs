@@ -295,7 +295,7 @@ impl Replay<'_> {
             self.data.display()
         );
         let out = pending.dir().join(format!("{name}-{}", i + 1));
-        let mut cmd = t.cmd(m, scale, &self.data, &out, self.cuda).steps(steps);
+        let mut cmd = t.cmd(m, scale, &self.data, &out, self.cuda)?.steps(steps);
         cmd = cmd.header(format!("run={}/{}", i + 1, args.runs));
         if let Some(seed) = seed {
             cmd = cmd.seed(seed);

@@ -203,7 +203,7 @@ fn one_run(
     if tmp.exists() {
         std::fs::remove_dir_all(&tmp)?;
     }
-    let cmd = t.cmd(m, "lab", data, &tmp, false).steps(steps).seed(seed).header("walk=1");
+    let cmd = t.cmd(m, "lab", data, &tmp, false)?.steps(steps).seed(seed).header("walk=1");
     tracing::info!("records: {} seed {seed}, {steps} lab steps", m.id());
     super::replay::watch(&t.bin, cmd.args(), 1, &LaunchOpts::default(), steps)?;
     walk::keep_run(&tmp, dir, seed)

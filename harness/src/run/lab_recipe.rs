@@ -20,7 +20,7 @@ pub const PRINT_PARAMS: &str = "--print-params";
 /// (`lab` or `full`).
 pub fn resolved(root: &Path, m: &Manifest, scale: &str) -> Result<String> {
     let t = Trainer::build(root, m.id(), false, false)?;
-    ask(&t.bin, &m.path, scale, PRINT_RECIPE)
+    ask(&t.bin, &t.manifest(&m.path)?, scale, PRINT_RECIPE)
 }
 
 /// Record `m`'s parameters at full scale as a GPU run holds them, from the newest trainer (it
@@ -28,7 +28,7 @@ pub fn resolved(root: &Path, m: &Manifest, scale: &str) -> Result<String> {
 pub fn params(root: &Path, m: &Manifest) -> Result<String> {
     let newest = Series::load(root)?.newest();
     let t = Trainer::build(root, newest, false, false)?;
-    ask(&t.bin, &m.path, "full", PRINT_PARAMS)
+    ask(&t.bin, &t.manifest(&m.path)?, "full", PRINT_PARAMS)
 }
 
 /// `bin --manifest <manifest> --scale <scale> <flag>`'s output; an error when that trainer has

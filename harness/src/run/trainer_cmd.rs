@@ -2,7 +2,7 @@
 //! trainer, `--head`), and the one command line `replay`, `bench` and `profile` give it, each
 //! adding only what is its own (a step budget, a stop, a profile, a seed).
 use super::replay::build_trainer;
-use crate::catalog::{Manifest, RecordId};
+use crate::catalog::{older_shape, Manifest, RecordId};
 use crate::logging::step;
 use crate::series;
 use anyhow::Result;
@@ -17,6 +17,10 @@ pub struct Trainer {
     /// that produced it.
     pub tree_id: String,
     pub bin: PathBuf,
+    /// Where the manifests it runs are written in its tree's shape (`catalog::older_shape`): a
+    /// record's own tree predates the recipe's sections. None for the checkout's trainer, which
+    /// reads a manifest as it is.
+    pub older_shape: Option<PathBuf>,
 }
 
 impl Trainer {
@@ -33,7 +37,17 @@ impl Trainer {
         };
         tracing::info!("records: building the trainer of {n} in {} ...", dir.display());
         let bin = step("build", n, || build_trainer(root, &dir, head, cuda))?;
-        Ok(Trainer { dir, tree_id, bin })
+        let older_shape =
+            (!head).then(|| crate::paths::derived_dir(root).join("tree-manifests").join(&tree_id));
+        Ok(Trainer { dir, tree_id, bin, older_shape })
+    }
+
+    /// The manifest `m` as this trainer reads it.
+    pub fn manifest(&self, m: &Path) -> Result<PathBuf> {
+        match &self.older_shape {
+            Some(dir) => older_shape::write(m, dir),
+            None => Ok(m.to_path_buf()),
+        }
     }
 
     /// The command line every run of this trainer starts from: `m` at `scale` on `data`,
@@ -45,9 +59,9 @@ impl Trainer {
         data: &Path,
         out: &Path,
         cuda: bool,
-    ) -> TrainerCmd {
+    ) -> Result<TrainerCmd> {
         let mut cmd = TrainerCmd { args: Vec::new() };
-        cmd.pair("--manifest", &m.path).pair("--scale", scale).pair("--data", data);
+        cmd.pair("--manifest", self.manifest(&m.path)?).pair("--scale", scale).pair("--data", data);
         cmd.pair("--out", out);
         if !cuda {
             cmd.args.push("--cpu".into());
@@ -55,10 +69,10 @@ impl Trainer {
         let cmd = cmd.header(format!("tree={} ({})", self.tree_id, self.dir.display()));
         // The trainer names the record by its manifest's file stem read as a number, which an
         // id off the main track (a3) is not: the harness names it.
-        match m.id() {
+        Ok(match m.id() {
             id if id.is_main() => cmd,
             id => cmd.header(format!("{RECORD_ID}={}", id.slug())),
-        }
+        })
     }
 }
 
