@@ -6,7 +6,9 @@
 //!
 //! A technique with a section of its own (`[recipe.bigram_hash]`) declares it in its module
 //! (`bigram_hash::Section`, with its registry entry); its field here is one line, absent = off.
-use crate::model::{backout, bigram_hash, key_offset, parallel_residuals, smear, yarn};
+use crate::model::{
+    backout, bigram_hash, fp8_head, key_offset, mtp, parallel_residuals, smear, yarn,
+};
 use crate::optim::muon;
 use anyhow::{bail, ensure, Context, Result};
 use lab::LabRule;
@@ -200,8 +202,7 @@ pub struct Recipe {
     pub backout: Option<backout::Section>,         // src/model/backout.rs
     #[serde(default)]
     pub softcap: Option<Softcap>,
-    #[serde(default)]
-    pub fp8_head: Option<Fp8Head>,
+    pub fp8_head: Option<fp8_head::Section>, // src/model/fp8_head.rs
     /// The MLP's up-projection in FP8 during training, scaled per matrix and per call by the
     /// max (upstream #84; src/model/fp8_mlp.rs).
     #[serde(default)]
@@ -297,9 +298,7 @@ pub struct Recipe {
     /// or the batch change, its gradients dropped, its moments kept (upstream #52: 40).
     #[serde(default)]
     pub scalar_freeze: u64,
-    /// Multi-token prediction's base weights (upstream #53: [1, 0.5, 0.25]; src/model/mtp.rs).
-    #[serde(default)]
-    pub mtp: Option<Vec<f64>>,
+    pub mtp: Option<mtp::Section>, // src/model/mtp.rs
     /// Adam's weight decay is cautious and lr²-coupled, decaying where u·p passes this test
     /// (upstream #50: ">="; #53: ">"; src/optim/cautious_adam.rs).
     #[serde(default)]
@@ -587,7 +586,7 @@ impl Recipe {
 
     /// The step-dependent lists: one entry per windows stage, weights in range.
     fn validate_schedules(&self) -> Result<()> {
-        if let Some(w) = &self.mtp {
+        if let Some(w) = self.mtp.as_ref().map(|m| &m.weights) {
             ensure!(
                 (2..=MTP_MAX).contains(&w.len()) && w.iter().all(|&x| x > 0.0),
                 "recipe: mtp = {w:?} needs 2 to {MTP_MAX} positive weights"

@@ -22,7 +22,9 @@ pub mod trainer {
     pub mod model {
         pub mod backout;
         pub mod bigram_hash;
+        pub mod fp8_head;
         pub mod key_offset;
+        pub mod mtp;
         pub mod parallel_residuals;
         pub mod smear;
         pub mod yarn;

@@ -21,10 +21,31 @@
 //! Upstream #67 quantises inside its cross-entropy kernel, which writes the e5m2 gradient straight
 //! from fp32; ours quantises autograd's gradient of the logits (bf16 on CUDA): one rounding more,
 //! the same scales.
-use crate::shim::autograd::custom_function;
-use anyhow::{bail, Context, Result};
-use tch::{Kind, Tensor};
+use crate::recipe::registry::{technique, Technique};
+use serde::{Deserialize, Serialize};
+#[cfg(not(recipe_only))]
+use {
+    crate::shim::autograd::custom_function,
+    anyhow::{bail, Context, Result},
+    tch::{Kind, Tensor},
+};
 
+/// `[recipe.fp8_head]`: the dequantisation scales (training only). The input's is
+/// sqrt(n_embd)/448 unless given, derived from the width so RMS-normed inputs fit e4m3.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Section {
+    /// The input's scale when given (upstream #51: 100/448); else sqrt(n_embd)/448.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x_scale: Option<f64>,
+    pub w_scale: f64,
+    pub grad_scale: f64,
+}
+
+/// Its scales are the same at lab scale (the lab's width gives x its own).
+pub const TECHNIQUE: Technique = technique("fp8_head", &[19, 21, 28, 51], &[]);
+
+#[cfg(not(recipe_only))]
 /// Per-tensor dequant scales of the FP8 lm_head.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Fp8Scales {
@@ -36,6 +57,7 @@ pub struct Fp8Scales {
     pub grad: f64,
 }
 
+#[cfg(not(recipe_only))]
 impl Fp8Scales {
     /// x = √n_embd / 448. The head's input is RMS-normed: Σx² = n_embd, so no entry exceeds
     /// √n_embd and x/scale stays within ±448, e4m3fn's largest finite value (the cast gives NaN
@@ -45,6 +67,7 @@ impl Fp8Scales {
     }
 }
 
+#[cfg(not(recipe_only))]
 /// x: [N, C], w: [V, C] fp32 parameter (bf16 with upstream #32's bf16 linears) -> [N, V] in
 /// x's kind (bf16 in CUDA training).
 ///
@@ -90,6 +113,7 @@ pub fn fp8_linear(x: &Tensor, w: &Tensor, s: &Fp8Scales) -> Result<Tensor> {
     )
 }
 
+#[cfg(not(recipe_only))]
 /// a·b · sa·sb with fp8 a, b (b column-major), out in `out`: `_scaled_mm` on CUDA, its
 /// dequantize-then-fp32-matmul arithmetic on the CPU (see the module's docs).
 pub(crate) fn scaled_mm(
@@ -104,6 +128,7 @@ pub(crate) fn scaled_mm(
     scaled_mm_by(a, b, &scale(sa), &scale(sb), out, fast)
 }
 
+#[cfg(not(recipe_only))]
 /// [`scaled_mm`] with the scales as 0-dim fp32 tensors on the operands' device, so a scale
 /// computed on the GPU is never read back by the host.
 pub(crate) fn scaled_mm_by(

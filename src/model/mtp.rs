@@ -12,8 +12,24 @@
 //! more than one) falls linearly to 0 over the stage: [1, 0.5, 0.25·(1 − 3x)], then
 //! [1, 0.5·(1 − (3x − 1))], then [1] (also through the extension). The weights per step are
 //! the step plan's (`optim::schedule::mtp_weights`), which the CLI reads without libtorch.
+use crate::recipe::registry::{technique, Older, Technique};
+use serde::{Deserialize, Serialize};
+#[cfg(not(recipe_only))]
 use tch::{Device, Kind, Tensor};
 
+/// `[recipe.mtp]`: the base weights of the next tokens' losses (upstream #53: [1, 0.5, 0.25]),
+/// each faded within its stage by the step plan.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Section {
+    pub weights: Vec<f64>,
+}
+
+/// Trees before the section read `mtp = [1.0, 0.5, 0.25]`.
+pub const TECHNIQUE: Technique =
+    Technique { older: &[("mtp", Older::Field("weights"))], ..technique("mtp", &[53], &[]) };
+
+#[cfg(not(recipe_only))]
 /// logits: [N, V], targets: [N] (the next token of each position), w: the weights (two or
 /// more) -> Σ_t Σ_k w_k·CE[t, k], fp32 scalar.
 pub fn loss(logits: &Tensor, targets: &Tensor, w: &[f64]) -> Tensor {
@@ -28,6 +44,7 @@ pub fn loss(logits: &Tensor, targets: &Tensor, w: &[f64]) -> Tensor {
     (ce.to_kind(Kind::Float) * keep.to_kind(Kind::Float) * on_device(w, dev)).sum(Kind::Float)
 }
 
+#[cfg(not(recipe_only))]
 /// The weights as fp32 on `dev`, written there by one fill each: a fill takes its value as a
 /// kernel argument, so no host→device copy (from pageable memory, one that waits for the
 /// stream) runs per micro-batch. Each value is the f64 weight rounded to fp32, as a copy's.

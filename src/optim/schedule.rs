@@ -208,7 +208,7 @@ impl Schedule {
             },
             block: r.windows.as_ref().map_or(1, |w| w.block),
             scalar_freeze: r.scalar_freeze,
-            mtp: r.mtp.clone(),
+            mtp: r.mtp.as_ref().map(|m| m.weights.clone()),
             split: r.head_embed.as_ref().and_then(|h| Some((h.untie_at?, h.untie_step))).map(
                 |(at, rule)| {
                     let clock = Stages::new(r).clock();

@@ -83,18 +83,6 @@ fn is_zero(x: &f64) -> bool {
     *x == 0.0
 }
 
-/// The FP8 lm_head of upstream #19 (training only); dequantisation scales. The input scale is
-/// sqrt(n_embd)/448, derived from the width so RMS-normed inputs fit e4m3.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Fp8Head {
-    /// The input's scale when given (upstream #51: 100/448); else sqrt(n_embd)/448.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub x_scale: Option<f64>,
-    pub w_scale: f64,
-    pub grad_scale: f64,
-}
-
 /// Sliding-window attention (upstream #13, #16, #20, #29): windows are whole blocks of
 /// `block` tokens; long = ws·block, short = (ws/2)·block, with ws taken from `schedule` by the
 /// fraction of training done (#29: three equal stages).
