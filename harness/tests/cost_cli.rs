@@ -42,14 +42,21 @@ fn cost_29(root: &Path) -> Value {
 }
 
 /// #29's prediction with the first line of its manifest that starts with `key =` (the
-/// `[recipe]` section's, which comes before `[lab]`) replaced by `line`.
+/// `[recipe]` section's, which comes before `[lab]`, or a line of one of its sections:
+/// `[recipe.muon]`'s `ns_steps`) replaced by `line`; a whole section (`[recipe.fp8_head]`, to
+/// its blank line) when `key` names one.
 fn cost_29_with(key: &str, line: &str) -> Value {
     let root = catalog_copy();
     let path = root.path().join("records/29.toml");
     let text = std::fs::read_to_string(&path).unwrap();
-    // The key's one line, in [recipe] or in a section of it ([recipe.muon] ns_steps).
-    let at = text.find(&format!("\n{key} =")).unwrap_or_else(|| panic!("#29 has no {key}")) + 1;
-    let end = at + text[at..].find('\n').unwrap();
+    let (at, end) = match text.find(&format!("\n[recipe.{key}]")) {
+        Some(at) => (at + 1, at + 1 + text[at + 1..].find("\n\n").unwrap()),
+        None => {
+            let at = text.find(&format!("\n{key} ="));
+            let at = at.unwrap_or_else(|| panic!("#29 has no {key}")) + 1;
+            (at, at + text[at..].find('\n').unwrap())
+        }
+    };
     std::fs::write(&path, format!("{}{line}{}", &text[..at], &text[end..])).unwrap();
     cost_29(root.path())
 }
