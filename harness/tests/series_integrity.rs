@@ -172,7 +172,7 @@ fn a_recipe_the_trainer_would_refuse_is_refused_before_anything_builds() {
         ),
         (
             "\nseed = 42\n",
-            "\nseed = 42\nmtp = [1.0, -1.0]\n",
+            "\nseed = 42\nmtp = { weights = [1.0, -1.0] }\n",
             "mtp = [1.0, -1.0] needs 2 to 4 positive weights",
         ),
         (

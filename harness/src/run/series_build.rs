@@ -97,7 +97,8 @@ fn run_own_recipe(
     };
     let t = Trainer::build(root, k, false, false).with_context(why)?;
     for scale in ["lab", "full"] {
-        lab_recipe::ask(&t.bin, &m.path, scale, lab_recipe::PRINT_RECIPE).with_context(why)?;
+        let manifest = t.manifest(&m.path).with_context(why)?;
+        lab_recipe::ask(&t.bin, &manifest, scale, lab_recipe::PRINT_RECIPE).with_context(why)?;
     }
     Ok(())
 }
