@@ -20,7 +20,7 @@ pub const PRINT_PARAMS: &str = "--print-params";
 /// (`lab` or `full`).
 pub fn resolved(root: &Path, m: &Manifest, scale: &str) -> Result<String> {
     let t = Trainer::build(root, m.id(), false, false)?;
-    ask(&t.bin, &t.manifest(&m.path)?, scale, PRINT_RECIPE)
+    ask(&t, &m.path, scale, PRINT_RECIPE)
 }
 
 /// Record `m`'s parameters at full scale as a GPU run holds them, from the newest trainer (it
@@ -28,12 +28,13 @@ pub fn resolved(root: &Path, m: &Manifest, scale: &str) -> Result<String> {
 pub fn params(root: &Path, m: &Manifest) -> Result<String> {
     let newest = Series::load(root)?.newest();
     let t = Trainer::build(root, newest, false, false)?;
-    ask(&t.bin, &t.manifest(&m.path)?, "full", PRINT_PARAMS)
+    ask(&t, &m.path, "full", PRINT_PARAMS)
 }
 
-/// `bin --manifest <manifest> --scale <scale> <flag>`'s output; an error when that trainer has
-/// no such flag.
-pub fn ask(bin: &Path, manifest: &Path, scale: &str, flag: &str) -> Result<String> {
+/// `train --manifest <manifest> --scale <scale> <flag>`'s output from trainer `t`, the manifest
+/// as that trainer reads it (`Trainer::manifest`); an error when that trainer has no such flag.
+pub fn ask(t: &Trainer, manifest: &Path, scale: &str, flag: &str) -> Result<String> {
+    let (bin, manifest) = (&t.bin, t.manifest(manifest)?);
     let help = Command::new(bin)
         .arg("--help")
         .output()
@@ -46,7 +47,7 @@ pub fn ask(bin: &Path, manifest: &Path, scale: &str, flag: &str) -> Result<Strin
     }
     let out = Command::new(bin)
         .arg("--manifest")
-        .arg(manifest)
+        .arg(&manifest)
         .args(["--scale", scale, flag])
         .output()
         .with_context(|| format!("running {}", bin.display()))?;

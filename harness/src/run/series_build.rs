@@ -97,8 +97,7 @@ fn run_own_recipe(
     };
     let t = Trainer::build(root, k, false, false).with_context(why)?;
     for scale in ["lab", "full"] {
-        let manifest = t.manifest(&m.path).with_context(why)?;
-        lab_recipe::ask(&t.bin, &manifest, scale, lab_recipe::PRINT_RECIPE).with_context(why)?;
+        lab_recipe::ask(&t, &m.path, scale, lab_recipe::PRINT_RECIPE).with_context(why)?;
     }
     Ok(())
 }
