@@ -7,7 +7,8 @@
 //! A technique with a section of its own (`[recipe.bigram_hash]`) declares it in its module
 //! (`bigram_hash::Section`, with its registry entry); its field here is one line, absent = off.
 use crate::model::{
-    backout, bigram_hash, fp8_head, key_offset, mtp, parallel_residuals, smear, yarn,
+    backout, bigram_hash, fp8_head, key_offset, mtp, parallel_residuals, smear, value_embed,
+    value_gate, yarn,
 };
 use crate::optim::muon;
 use anyhow::{bail, ensure, Context, Result};
@@ -134,10 +135,6 @@ pub struct Recipe {
     /// lab keeps fp32).
     #[serde(default)]
     pub bf16_adam_state: bool,
-    /// Value embedding table per layer, one character per layer: a digit names the table,
-    /// '.' none (upstream #14-#17: "012......012").
-    #[serde(default)]
-    pub value_embed_layers: Option<String>,
     /// Attention per layer: 'L' long window, 'S' short, 'P' short with paired heads
     /// (upstream #58; src/model/paired_heads.rs), '-' none (upstream #17, #20).
     #[serde(default)]
@@ -161,9 +158,6 @@ pub struct Recipe {
     /// attention lambdas, smear, backout, then one skip lambda instead of L skip slots.
     #[serde(default)]
     pub compact_scalars: bool,
-    /// The value embedding tables start at zero (upstream #49).
-    #[serde(default)]
-    pub zero_value_embeds: bool,
     /// The attention's output projection starts uniform like Q, K and V instead of at zero
     /// (upstream #64; the MLP's c_proj keeps `zero_proj`).
     #[serde(default)]
@@ -179,17 +173,8 @@ pub struct Recipe {
     /// Sparse attention gate: σ(W·h[:n]) per head from the first n channels (upstream #28).
     #[serde(default)]
     pub attn_gate: Option<usize>,
-    /// The value embeddings are gated per head and token, 2σ(W·h[:n]) from the first n
-    /// channels of the normed block input (upstream #55: 12; src/model/value_gate.rs).
-    #[serde(default)]
-    pub ve_gate: Option<usize>,
-    /// On the layers without paired heads the value-embedding gate reads half its channels
-    /// from the value embedding: [h[:n/2], ve[:n/2]] (upstream #70).
-    #[serde(default)]
-    pub ve_gate_mixed: bool,
-    /// The value embeddings start N(0, this) (upstream #70: 0.01), not at zero.
-    #[serde(default)]
-    pub value_embed_std: Option<f64>,
+    pub value_embed: Option<value_embed::Section>, // src/model/value_embed.rs
+    pub value_gate: Option<value_gate::Section>,   // src/model/value_gate.rs
     /// The single skip's gate also reads x0: σ(λ)·2σ(w·x0[:n]) (upstream #55: 12).
     #[serde(default)]
     pub skip_gate_x0: Option<usize>,
@@ -518,9 +503,13 @@ impl Recipe {
     fn validate_layers(&self) -> Result<()> {
         let l = self.n_layer;
         for (key, p, ok) in [
-            ("attn_layers", &self.attn_layers, "LSP-"),
-            ("mlp_layers", &self.mlp_layers, "M-"),
-            ("value_embed_layers", &self.value_embed_layers, ".0123456789"),
+            ("attn_layers", self.attn_layers.as_deref(), "LSP-"),
+            ("mlp_layers", self.mlp_layers.as_deref(), "M-"),
+            (
+                "value_embed.layers",
+                self.value_embed.as_ref().map(|v| v.layers.as_str()),
+                ".0123456789",
+            ),
         ] {
             if let Some(p) = p {
                 ensure!(
@@ -545,7 +534,7 @@ impl Recipe {
         );
         for (key, n) in [
             ("attn_gate", self.attn_gate),
-            ("ve_gate", self.ve_gate),
+            ("value_gate.channels", self.value_gate.as_ref().map(|g| g.channels)),
             ("skip_gate_x0", self.skip_gate_x0),
         ] {
             ensure!(

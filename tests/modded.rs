@@ -157,7 +157,7 @@ fn record_29_lab_recipe_follows_the_common_rule() {
     let lab = common::record(29, Scale::Lab);
     assert_eq!((lab.n_layer, lab.n_embd, lab.seq_len, lab.steps), (4, 256, 256, 250));
     assert_eq!(lab.attn_layers.as_deref(), Some("SL-S"));
-    assert_eq!(lab.value_embed_layers.as_deref(), Some("1..1"));
+    assert_eq!(lab.value_embed.as_ref().map(|v| v.layers.as_str()), Some("1..1"));
     assert_eq!(lab.windows.as_ref().unwrap().block, 16, "128 x 256/2048");
     assert_eq!(lab.val_seq_len, Some(16384), "capped at val_tokens");
     assert_eq!(lab.muon.as_ref().unwrap().momentum_warmup, 45, "300 x 250/1670");
@@ -337,11 +337,11 @@ fn windowed_attention_alone_has_its_value_lambdas() {
     let _rng = rng();
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/records/29.toml"))
         .unwrap()
-        .replace("value_embed_layers = \"012......012\"", "")
+        .replace("[recipe.value_embed]\nlayers = \"012......012\"", "")
         .replace("unet = true", "unet = false")
         .replace("x0_lambdas = true", "x0_lambdas = false");
     let r = Recipe::from_manifest_str(&text, Scale::Lab, None).unwrap();
-    assert!(r.value_embed_layers.is_none() && !r.unet && !r.x0_lambdas);
+    assert!(r.value_embed.is_none() && !r.unet && !r.x0_lambdas);
     let (gpt, params, _) = build(&r);
     assert!(params.iter().any(|p| p.name == "scalars"));
     let idx = Tensor::randint(256, [1, 32], (Kind::Int64, Device::Cpu));

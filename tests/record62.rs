@@ -138,9 +138,9 @@ fn gates_move_to_adam() {
         assert!(gates.len() >= 4, "{gates:?}");
         gates
     };
-    let before = gates("ve_gate = 12");
+    let before = gates("value_gate = { channels = 12 }");
     assert!(before.iter().all(|&o| o == Opt::Muon));
-    let after = gates("ve_gate = 12\ngates_in_adam = true");
+    let after = gates("value_gate = { channels = 12 }\ngates_in_adam = true");
     assert!(after.iter().all(|&o| o == Opt::Adam));
     let g = Groups::new(&common::record_with(54, "gates_in_adam = true", Scale::Lab)).gate;
     assert_eq!((g.lr_mul, g.decay, g.wd_mul), (1.0, true, 1.0));

@@ -29,7 +29,8 @@ fn value_embeddings_are_untied() {
     };
     assert_eq!(tables("12......012"), (3, vec![0, 1, 8, 9, 10], true, true));
     assert_eq!(tables("01......234"), (5, vec![0, 1, 8, 9, 10], false, false));
-    assert_eq!(common::record(63, Scale::Full).value_embed_layers.as_deref(), Some("01......234"));
+    let r = common::record(63, Scale::Full);
+    assert_eq!(r.value_embed.map(|v| v.layers).as_deref(), Some("01......234"));
 }
 
 /// #63's schedule: 1535 scheduled steps, stages from 512 and 1024, the cooldown from 691, the

@@ -27,6 +27,8 @@ pub mod trainer {
         pub mod mtp;
         pub mod parallel_residuals;
         pub mod smear;
+        pub mod value_embed;
+        pub mod value_gate;
         pub mod yarn;
     }
     pub mod optim {

@@ -160,7 +160,7 @@ fn diff_with_an_upstream_record_lists_the_steps_between() {
     assert_eq!(steps.len(), 4, "#55-#58: {steps:?}");
     assert!(steps[0].starts_with("  #55 ") && steps[3].starts_with("  #58 "), "{steps:?}");
     assert!(text.contains("  ~ attn_layers: \"SSSLSS-SSSL\" → \"PSPLSP-SSPL\"\n"), "{text}");
-    assert!(text.contains("  + ve_gate = 12\n"), "{text}");
+    assert!(text.contains("  + value_gate = { channels = 12 }\n"), "{text}");
     // One code diff of #54's tree and #58's (its commit of #62's patch): #58's interleaved
     // rotary is in it, #62's bigram hash (a later commit) is not.
     let code = &text[text.find("Code #54 → #58 (the two trees").expect("a code diff")..];

@@ -37,7 +37,7 @@ pub struct Section {
 /// scale it keeps `rows_per_vocab`, its rows following the lab's vocabulary.
 pub const TECHNIQUE: Technique = Technique {
     lab: Lab::Fields(&[("rows_per_vocab", Lab::Kept)]),
-    ..technique("bigram_hash", &[62], &["value_embed_layers", "muon"])
+    ..technique("bigram_hash", &[62], &["value_embed", "muon"])
 };
 
 #[cfg(not(recipe_only))]

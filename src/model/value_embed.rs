@@ -1,30 +1,64 @@
 //! Value embeddings (upstream #14-#17): extra token-embedding tables whose rows are mixed into the
-//! attention values of chosen layers. `value_embed_layers` gives one character per layer: a digit
-//! names the table ("012......012" shares tables 0-2 between the first and last three layers,
-//! upstream #17's U-net pattern), '.' none. Upstream #63 unties the five layers' tables
-//! ("01......234": five tables, each Adam's at the value embeddings' settings), so the first and
-//! the last layers no longer read the same rows.
-use super::builder::Builder;
-use super::params::{Group, ParamSet};
-use tch::{nn, Tensor};
+//! attention values of chosen layers. `[recipe.value_embed] layers` gives one character per
+//! layer: a digit names the table ("012......012" shares tables 0-2 between the first and last
+//! three layers, upstream #17's U-net pattern), '.' none. Upstream #63 unties the five layers'
+//! tables ("01......234": five tables, each Adam's at the value embeddings' settings), so the
+//! first and the last layers no longer read the same rows.
+use crate::recipe::registry::{technique, Lab, Older, Technique};
+use serde::{Deserialize, Serialize};
+#[cfg(not(recipe_only))]
+use {
+    super::builder::Builder,
+    super::params::{Group, ParamSet},
+    tch::{nn, Tensor},
+};
 
+/// `[recipe.value_embed]`: the tables per layer and how they start (as the token embedding
+/// unless one of the two says otherwise).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Section {
+    /// One character per layer: a digit names the table, '.' none.
+    pub layers: String,
+    /// The tables start at zero (upstream #49).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub zero_init: bool,
+    /// The tables start N(0, std) (upstream #70: 0.01); it wins over zero_init.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub std: Option<f64>,
+}
+
+/// The layer pattern is resampled to the lab's layers; trees before the section read
+/// `value_embed_layers`, `zero_value_embeds` and `value_embed_std`.
+pub const TECHNIQUE: Technique = Technique {
+    lab: Lab::Fields(&[("layers", Lab::Layers)]),
+    older: &[
+        ("value_embed_layers", Older::Field("layers")),
+        ("zero_value_embeds", Older::Field("zero_init")),
+        ("value_embed_std", Older::Field("std")),
+    ],
+    ..technique("value_embed", &[14, 15, 17, 49, 70], &["attn_layers"])
+};
+
+#[cfg(not(recipe_only))]
 pub struct ValueEmbeds {
     tables: Vec<Tensor>,       // each [Vp, C]
     layer: Vec<Option<usize>>, // table index per layer
 }
 
+#[cfg(not(recipe_only))]
 impl ValueEmbeds {
     /// The value embeddings of the recipe's layer pattern: upstream #49 starts them at zero,
     /// #70 at N(0, 0.01), earlier records as the token embedding.
     pub fn build(b: &mut Builder) -> Option<ValueEmbeds> {
         let r = b.r;
-        let pattern = r.value_embed_layers.as_ref()?;
-        let init = match (r.value_embed_std, r.zero_value_embeds) {
+        let v = r.value_embed.as_ref()?;
+        let init = match (v.std, v.zero_init) {
             (Some(stdev), _) => nn::Init::Randn { mean: 0.0, stdev },
             (None, true) => nn::Init::Const(0.0),
             (None, false) => b.embed_init,
         };
-        Some(ValueEmbeds::new(&mut b.ps, pattern, b.vp, b.c, init, b.g.value_embeds))
+        Some(ValueEmbeds::new(&mut b.ps, &v.layers, b.vp, b.c, init, b.g.value_embeds))
     }
 
     /// One table per distinct digit, in order of first appearance; `init` as the token embedding.

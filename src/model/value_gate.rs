@@ -6,9 +6,36 @@
 //! ```
 //! Upstream #70 has the gate of the layers without paired heads read half its channels from the
 //! value embedding itself: 2σ([h[:n/2], ve[:n/2]]·W_veᵀ), ve's being the first of its row.
-use super::builder::Builder;
-use super::params::{Group, ParamSet};
-use tch::Tensor;
+use crate::recipe::registry::{technique, Lab, Older, Technique};
+use serde::{Deserialize, Serialize};
+#[cfg(not(recipe_only))]
+use {
+    super::builder::Builder,
+    super::params::{Group, ParamSet},
+    tch::Tensor,
+};
+
+/// `[recipe.value_gate]`: the channels the gate reads, and whether half are the value
+/// embedding's.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Section {
+    /// n: the first channels of the normed block input (upstream #55: 12).
+    pub channels: usize,
+    /// Off the paired layers, half of them from the value embedding (upstream #70).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mixed: bool,
+}
+
+/// The channels keep their count at lab scale; trees before the section read `ve_gate = 12`
+/// and `ve_gate_mixed`.
+pub const TECHNIQUE: Technique = Technique {
+    lab: Lab::Fields(&[("channels", Lab::Kept)]),
+    older: &[("ve_gate", Older::Field("channels")), ("ve_gate_mixed", Older::Field("mixed"))],
+    ..technique("value_gate", &[55, 70], &["value_embed", "attn_layers"])
+};
+
+#[cfg(not(recipe_only))]
 
 pub struct ValueGate {
     w: Tensor, // [H, n]
@@ -16,18 +43,19 @@ pub struct ValueGate {
     mixed: bool,
 }
 
+#[cfg(not(recipe_only))]
 impl ValueGate {
     /// The gate on layer `i`'s value embedding (attention `attn`, kind `w` of `attn_layers`),
     /// when the recipe has one and the layer has a value embedding.
     pub fn build(b: &mut Builder, attn: &str, i: usize, w: char) -> Option<ValueGate> {
         let r = b.r;
-        let n = r.ve_gate? as i64;
-        let ve_layers = r.value_embed_layers.as_deref().unwrap_or("");
+        let s = r.value_gate.as_ref()?;
+        let ve_layers = r.value_embed.as_ref().map_or("", |v| &v.layers);
         ve_layers.chars().nth(i).filter(char::is_ascii_digit)?;
         let name = format!("{attn}.ve_gate");
-        let gate = ValueGate::new(&mut b.ps, &name, (r.n_head as i64, n), b.g.gate);
+        let gate = ValueGate::new(&mut b.ps, &name, (r.n_head as i64, s.channels as i64), b.g.gate);
         // Upstream #70: not on the paired layers.
-        Some(if r.ve_gate_mixed && w != 'P' { gate.mixed() } else { gate })
+        Some(if s.mixed && w != 'P' { gate.mixed() } else { gate })
     }
 
     pub fn new(ps: &mut ParamSet, name: &str, (heads, n): (i64, i64), g: Group) -> ValueGate {

@@ -148,7 +148,7 @@ pub const REGISTRY: &[Technique] = &[
     technique("bf16_rotary", &[32], &["rotary"]),
     technique("bf16_linears", &[32], &[]),
     technique("bf16_adam_state", &[32], &["muon"]),
-    Technique { lab: Lab::Layers, ..technique("value_embed_layers", &[14, 15, 17], MODERN) },
+    model::value_embed::TECHNIQUE,
     Technique {
         lab: Lab::Layers,
         ..technique("attn_layers", &[17, 20, 58], &["rotary", "windows", "loader"])
@@ -166,12 +166,7 @@ pub const REGISTRY: &[Technique] = &[
     technique("attn_scale", &[20, 31], MODERN),
     model::yarn::TECHNIQUE,
     Technique { lab: Lab::Kept, ..technique("attn_gate", &[28], MODERN) },
-    Technique {
-        lab: Lab::Kept,
-        ..technique("ve_gate", &[55], &["value_embed_layers", "attn_layers"])
-    },
-    technique("ve_gate_mixed", &[70], &["ve_gate"]),
-    technique("value_embed_std", &[70], &["value_embed_layers"]),
+    model::value_gate::TECHNIQUE,
     Technique { lab: Lab::Kept, ..technique("skip_gate_x0", &[55], &["single_skip"]) },
     technique("sa_lambdas", &[47, 48], MODERN),
     technique("tall_matrices", &[48], &["muon"]),
@@ -179,7 +174,6 @@ pub const REGISTRY: &[Technique] = &[
     model::bigram_hash::TECHNIQUE,
     model::parallel_residuals::TECHNIQUE,
     technique("attend_backout", &[77], &["parallel_residuals", "backout"]),
-    technique("zero_value_embeds", &[49], &["value_embed_layers"]),
     technique("compact_scalars", &[49], &[]),
     technique("qkv_init_mul", &[53], &["attn_layers"]),
     technique("uniform_attn_out", &[64], &["attn_layers", "zero_proj"]),

@@ -68,16 +68,17 @@ pub struct Shapes {
 
 impl Shapes {
     pub fn of(r: &Recipe) -> Shapes {
-        let at = |p: &Option<String>, i: usize| p.as_ref().map(|s| s.as_bytes()[i]);
+        let at = |p: Option<&str>, i: usize| p.map(|s| s.as_bytes()[i]);
+        let value_embed = r.value_embed.as_ref().map(|v| v.layers.as_str());
         let layers = (0..r.n_layer)
             .map(|i| Layer {
-                attention: match at(&r.attn_layers, i) {
+                attention: match at(r.attn_layers.as_deref(), i) {
                     Some(b'-') => None,
                     Some(c) => Some(c == b'L'),
                     None => Some(true),
                 },
-                mlp: at(&r.mlp_layers, i) != Some(b'-'),
-                value_embed: at(&r.value_embed_layers, i).is_some_and(|c| c != b'.'),
+                mlp: at(r.mlp_layers.as_deref(), i) != Some(b'-'),
+                value_embed: at(value_embed, i).is_some_and(|c| c != b'.'),
             })
             .collect();
         Shapes {
@@ -221,8 +222,8 @@ fn optimizer(r: &Recipe, s: &Shapes, w: &mut Work) {
 /// Vocabulary-sized tables: the embedding, the untied head, the value embeddings' tables.
 fn embedding_tables(r: &Recipe) -> f64 {
     let own_head = r.untied_head || r.head_embed.is_some();
-    let value_tables = r.value_embed_layers.as_ref().map_or(0, |p| {
-        p.bytes().filter(u8::is_ascii_digit).collect::<std::collections::BTreeSet<_>>().len()
+    let value_tables = r.value_embed.as_ref().map_or(0, |v| {
+        v.layers.bytes().filter(u8::is_ascii_digit).collect::<std::collections::BTreeSet<_>>().len()
     });
     1.0 + f64::from(u8::from(own_head)) + value_tables as f64
 }
