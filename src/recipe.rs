@@ -7,10 +7,10 @@
 //! A technique with a section of its own (`[recipe.bigram_hash]`) declares it in its module
 //! (`bigram_hash::Section`, with its registry entry); its field here is one line, absent = off.
 use crate::model::{
-    backout, bigram_hash, fp8_head, key_offset, mtp, parallel_residuals, smear, value_embed,
-    value_gate, yarn,
+    backout, bigram_hash, fp8_head, key_offset, mtp, parallel_residuals, single_skip, smear,
+    value_embed, value_gate, yarn,
 };
-use crate::optim::muon;
+use crate::optim::{cautious_adam, muon};
 use anyhow::{bail, ensure, Context, Result};
 use lab::LabRule;
 use serde::{Deserialize, Serialize};
@@ -108,10 +108,7 @@ pub struct Recipe {
     /// so each skip starts at σ(-1.5) = 0.18).
     #[serde(default)]
     pub skip_gate: Option<f64>,
-    /// One gated skip from layer `[0]`'s output to layer `[1]`'s input instead of the U-net's
-    /// pairs (upstream #45: [4, 7]).
-    #[serde(default)]
-    pub single_skip: Option<[usize; 2]>,
+    pub single_skip: Option<single_skip::Section>, // src/model/single_skip.rs
     /// The x0 lambdas (λ1) are their own parameter in the main Adam, not in the scalar bank
     /// (upstream #52).
     #[serde(default)]
@@ -175,9 +172,6 @@ pub struct Recipe {
     pub attn_gate: Option<usize>,
     pub value_embed: Option<value_embed::Section>, // src/model/value_embed.rs
     pub value_gate: Option<value_gate::Section>,   // src/model/value_gate.rs
-    /// The single skip's gate also reads x0: σ(λ)·2σ(w·x0[:n]) (upstream #55: 12).
-    #[serde(default)]
-    pub skip_gate_x0: Option<usize>,
     pub parallel_residuals: Option<parallel_residuals::Section>, // src/model/parallel_residuals.rs
     /// The layers after the backout's layer attend over that layer's output instead of the
     /// stream (upstream #77's single saved activation).
@@ -284,10 +278,7 @@ pub struct Recipe {
     #[serde(default)]
     pub scalar_freeze: u64,
     pub mtp: Option<mtp::Section>, // src/model/mtp.rs
-    /// Adam's weight decay is cautious and lr²-coupled, decaying where u·p passes this test
-    /// (upstream #50: ">="; #53: ">"; src/optim/cautious_adam.rs).
-    #[serde(default)]
-    pub adam_cautious_wd: Option<CautiousMask>,
+    pub cautious_adam: Option<cautious_adam::Section>, // src/optim/cautious_adam.rs
     #[serde(default)]
     pub lr_schedule: LrSchedule,
     /// Gradients of the loss summed over each reference rank's tokens (upstream's
@@ -520,10 +511,10 @@ impl Recipe {
         }
         let running = (0..l).filter(|&i| !self.skips_layer(i)).count();
         ensure!(!self.unet || running >= 2, "recipe: unet needs two layers that run");
-        if let Some([from, to]) = self.single_skip {
+        if let Some([from, to]) = self.single_skip.as_ref().map(|s| s.layers) {
             ensure!(
                 from < to && to < l && l / 2 <= to && !self.skips_layer(from),
-                "recipe: single_skip = [{from}, {to}] needs from < to, a running from, and to in the second half of the {l} layers"
+                "recipe: single_skip.layers = [{from}, {to}] needs from < to, a running from, and to in the second half of the {l} layers"
             );
         }
         ensure!(
@@ -535,7 +526,7 @@ impl Recipe {
         for (key, n) in [
             ("attn_gate", self.attn_gate),
             ("value_gate.channels", self.value_gate.as_ref().map(|g| g.channels)),
-            ("skip_gate_x0", self.skip_gate_x0),
+            ("single_skip.x0_gate", self.single_skip.as_ref().and_then(|s| s.x0_gate)),
         ] {
             ensure!(
                 n.is_none_or(|n| n <= self.n_embd),

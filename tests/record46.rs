@@ -265,8 +265,10 @@ fn cautious_weight_decay_spares_entries_the_update_grows() {
 /// slots do nothing. Block lambdas start at (1.1, 0).
 #[test]
 fn a_single_gated_skip_replaces_the_unet() {
-    let skip = "unet = false\nsingle_skip = [4, 7]\nskip_gate = -1.5\nblock_lambda_init = 1.1";
-    assert_eq!(record_with(29, skip, Scale::Lab).single_skip, Some([1, 2]));
+    let skip =
+        "unet = false\nsingle_skip = { layers = [4, 7] }\nskip_gate = -1.5\nblock_lambda_init = 1.1";
+    let lab = record_with(29, skip, Scale::Lab);
+    assert_eq!(lab.single_skip.map(|s| s.layers), Some([1, 2]));
     let idx =
         (Tensor::arange(64, (Kind::Int64, tch::Device::Cpu)) * 5).remainder(257).view([1, 64]);
     let docs = Docs::from_lengths(&[30, 34], tch::Device::Cpu).unwrap();

@@ -8,10 +8,11 @@ use trainer::dist::single::Single;
 use trainer::model::attend::Docs;
 use trainer::model::params::{Group, Opt, Param, Role};
 use trainer::model::{key_offset, mtp, sa_lambdas, scalars::ScalarBank, Ctx};
+use trainer::optim::cautious_adam::CautiousMask;
 use trainer::optim::dist_adam::{AdamConfig, DistAdam};
 use trainer::optim::schedule::{self, Schedule};
 use trainer::optim::{cautious_adam, normuon};
-use trainer::recipe::{CautiousMask, SaLambdas, Scale};
+use trainer::recipe::{SaLambdas, Scale};
 
 fn values(t: &Tensor) -> Vec<f64> {
     Vec::<f64>::try_from(t.to_kind(Kind::Double).flatten(0, -1)).unwrap()
@@ -278,7 +279,12 @@ fn record_53_builds_with_the_spec_parameter_count() {
     assert_eq!(total, 508_428_288);
     let lab = common::record(53, Scale::Lab);
     assert_eq!(
-        (lab.steps, lab.iteration_extension, lab.backout.map(|b| b.layer), lab.single_skip),
+        (
+            lab.steps,
+            lab.iteration_extension,
+            lab.backout.map(|b| b.layer),
+            lab.single_skip.map(|s| s.layers)
+        ),
         (287, 6, Some(2), Some([1, 2]))
     );
 }

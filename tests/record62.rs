@@ -13,11 +13,12 @@ use trainer::model::scalars::ScalarBank;
 use trainer::model::single_skip::SingleSkip;
 use trainer::model::value_gate::ValueGate;
 use trainer::model::{key_offset, Ctx};
+use trainer::optim::cautious_adam::CautiousMask;
 use trainer::optim::dist_adam::{AdamConfig, DistAdam};
 use trainer::optim::mantissa;
 use trainer::optim::muon::{Muon, Section, Storage};
 use trainer::optim::schedule::Schedule;
-use trainer::recipe::{CautiousMask, Scale};
+use trainer::recipe::Scale;
 
 fn sigmoid(x: f64) -> f64 {
     1.0 / (1.0 + (-x).exp())

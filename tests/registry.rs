@@ -146,7 +146,11 @@ fn a_missing_dependency_names_the_keys() {
     // Rules with a choice or a replacement (upstream #45), in the registry too.
     for (from, to, want) in [
         ("unet = true", "unet = false", "skip_gate needs unet or single_skip"),
-        ("unet = true", "unet = true\nsingle_skip = [4, 7]", "single_skip replaces unet"),
+        (
+            "unet = true",
+            "unet = true\nsingle_skip = { layers = [4, 7] }",
+            "single_skip replaces unet",
+        ),
     ] {
         let text = manifest(38).replacen(from, to, 1);
         let err = format!("{:#}", Recipe::from_manifest_str(&text, Scale::Lab, None).unwrap_err());

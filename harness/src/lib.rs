@@ -26,12 +26,14 @@ pub mod trainer {
         pub mod key_offset;
         pub mod mtp;
         pub mod parallel_residuals;
+        pub mod single_skip;
         pub mod smear;
         pub mod value_embed;
         pub mod value_gate;
         pub mod yarn;
     }
     pub mod optim {
+        pub mod cautious_adam;
         pub mod muon;
         pub mod schedule;
     }

@@ -10,11 +10,37 @@
 //! ```text
 //! x_in(to) = x_out(to − 1) + σ(w)·2σ(x0[:n]·gᵀ)·x_out(from)     g: [1, n], zero init (factor 1)
 //! ```
-use super::builder::Builder;
-use super::params::{Group, ParamSet};
-use super::scalars::{ScalarBank, Slot};
-use tch::Tensor;
+use crate::recipe::registry::{technique, Lab, Older, Technique};
+use serde::{Deserialize, Serialize};
+#[cfg(not(recipe_only))]
+use {
+    super::builder::Builder,
+    super::params::{Group, ParamSet},
+    super::scalars::{ScalarBank, Slot},
+    tch::Tensor,
+};
 
+/// `[recipe.single_skip]`: where the skip leaves and joins, and its gate on x0.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Section {
+    /// [from, to]: layer `from`'s output joins layer `to`'s input (upstream #45: [4, 7]).
+    pub layers: [usize; 2],
+    /// n: the skip is also gated by x0's first n channels (upstream #55: 12).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x0_gate: Option<usize>,
+}
+
+/// Its layers map to the lab's, the gate's channels keep their count; trees before the section
+/// read `single_skip = [4, 7]` and `skip_gate_x0 = 12`.
+pub const TECHNIQUE: Technique = Technique {
+    lab: Lab::Fields(&[("layers", Lab::Layer), ("x0_gate", Lab::Kept)]),
+    excludes: &["unet"],
+    older: &[("single_skip", Older::Field("layers")), ("skip_gate_x0", Older::Field("x0_gate"))],
+    ..technique("single_skip", &[45, 55], &["skip_gate"])
+};
+
+#[cfg(not(recipe_only))]
 pub struct SingleSkip {
     pub from: usize,
     pub to: usize,
@@ -23,17 +49,18 @@ pub struct SingleSkip {
     x0_gate: Option<Tensor>,
 }
 
+#[cfg(not(recipe_only))]
 impl SingleSkip {
     /// The recipe's one gated skip.
     pub fn build(b: &mut Builder) -> Option<SingleSkip> {
         let r = b.r;
-        let ([from, to], gate) = r.single_skip.zip(r.skip_gate)?;
+        let ([from, to], gate) = r.single_skip.as_ref().map(|s| s.layers).zip(r.skip_gate)?;
         Some(SingleSkip::new(&mut b.scalars, b.l, (from, to), gate, r.compact_scalars))
     }
 
     /// Adds upstream #55's gate on x0 when the recipe has it.
     pub fn build_x0_gate(self, b: &mut Builder) -> SingleSkip {
-        match b.r.skip_gate_x0 {
+        match b.r.single_skip.as_ref().and_then(|s| s.x0_gate) {
             Some(n) => self.with_x0_gate(&mut b.ps, n as i64, b.g.skip_gate),
             None => self,
         }

@@ -29,10 +29,10 @@
 //! of the touched rows, then each rank averages its shard): the dense reduce-scatter's mean,
 //! with a fraction of the traffic. Ours stays dense.
 use super::cautious_adam;
+use super::cautious_adam::CautiousMask;
 use super::param_table::ParamRow;
 use crate::dist::{Collectives, Op};
 use crate::model::params::{Param, Role};
-use crate::recipe::CautiousMask;
 use anyhow::{bail, ensure, Context, Result};
 use tch::{Kind, Tensor};
 

@@ -81,7 +81,7 @@ impl Optimizer {
             eps: r.eps,
             weight_decay: r.weight_decay,
             bf16_state: r.bf16_adam_state && compute == Kind::BFloat16,
-            cautious: r.adam_cautious_wd,
+            cautious: r.cautious_adam.map(|c| c.mask),
             fp32_state: r.adam_fp32_state,
         };
         let scalars = match r.scalar_betas {

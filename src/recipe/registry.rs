@@ -138,11 +138,7 @@ pub const REGISTRY: &[Technique] = &[
     technique("x0_lambdas", &[9], MODERN),
     technique("unet", &[11], MODERN),
     technique("skip_gate", &[32], &["unet|single_skip"]),
-    Technique {
-        lab: Lab::Layer,
-        excludes: &["unet"],
-        ..technique("single_skip", &[45], &["skip_gate"])
-    },
+    model::single_skip::TECHNIQUE,
     technique("block_lambda_init", &[45, 73], &["x0_lambdas|parallel_residuals"]),
     technique("x0_lambdas_apart", &[52], &["x0_lambdas"]),
     technique("bf16_rotary", &[32], &["rotary"]),
@@ -167,7 +163,6 @@ pub const REGISTRY: &[Technique] = &[
     model::yarn::TECHNIQUE,
     Technique { lab: Lab::Kept, ..technique("attn_gate", &[28], MODERN) },
     model::value_gate::TECHNIQUE,
-    Technique { lab: Lab::Kept, ..technique("skip_gate_x0", &[55], &["single_skip"]) },
     technique("sa_lambdas", &[47, 48], MODERN),
     technique("tall_matrices", &[48], &["muon"]),
     model::key_offset::TECHNIQUE,
@@ -213,7 +208,7 @@ pub const REGISTRY: &[Technique] = &[
     technique("adam_betas", &[57], &["muon"]),
     technique("bf16_matrices", &[57], &["muon"]),
     Technique { lab: Lab::Kept, ..technique("adam_every", &[39], &["muon"]) },
-    technique("adam_cautious_wd", &[50, 53], &["muon"]),
+    optim::cautious_adam::TECHNIQUE,
     technique("scalar_betas", &[52], &["muon"]),
     Technique {
         lab: Lab::Steps,

@@ -199,16 +199,6 @@ pub enum UntieStep {
     OddAtRounded,
 }
 
-/// Where cautious weight decay applies: where update and weight agree in sign, zeros included
-/// (upstream #50) or not (#53).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-pub enum CautiousMask {
-    #[serde(rename = ">=")]
-    AtLeastZero,
-    #[serde(rename = ">")]
-    AboveZero,
-}
-
 /// The learning-rate multiplier over training.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
