@@ -7,8 +7,8 @@
 //! A technique with a section of its own (`[recipe.bigram_hash]`) declares it in its module
 //! (`bigram_hash::Section`, with its registry entry); its field here is one line, absent = off.
 use crate::model::{
-    backout, bigram_hash, fp8_head, key_offset, mtp, parallel_residuals, single_skip, smear,
-    value_embed, value_gate, yarn,
+    backout, bigram_hash, fp8_head, head_embed, key_offset, mtp, parallel_residuals, single_skip,
+    smear, value_embed, value_gate, windows, yarn,
 };
 use crate::optim::{cautious_adam, muon};
 use anyhow::{bail, ensure, Context, Result};
@@ -92,10 +92,7 @@ pub struct Recipe {
     /// A separate, zero-initialised lm_head instead of the tied embedding (upstream #8).
     #[serde(default)]
     pub untied_head: bool,
-    /// The input embedding reads the head's weight again (upstream #51), not record #1's tie:
-    /// the parameter is the head's, with its own init.
-    #[serde(default)]
-    pub head_embed: Option<HeadEmbed>,
+    pub head_embed: Option<head_embed::Section>, // src/model/head_embed.rs
     #[serde(default)]
     pub rotary: Option<Rotary>,
     /// x <- λ0·x + λ1·x0 before every block (upstream #9).
@@ -140,8 +137,7 @@ pub struct Recipe {
     /// attention nor MLP is skipped whole, its lambdas and U-net place too (upstream #35).
     #[serde(default)]
     pub mlp_layers: Option<String>,
-    #[serde(default)]
-    pub windows: Option<Windows>,
+    pub windows: Option<windows::Section>, // src/model/windows.rs
     /// Softmax scale instead of 1/sqrt(head_dim) (upstream #20); with YaRN, its start.
     #[serde(default)]
     pub attn_scale: Option<f64>,

@@ -23,6 +23,7 @@ pub mod trainer {
         pub mod backout;
         pub mod bigram_hash;
         pub mod fp8_head;
+        pub mod head_embed;
         pub mod key_offset;
         pub mod mtp;
         pub mod parallel_residuals;
@@ -30,6 +31,7 @@ pub mod trainer {
         pub mod smear;
         pub mod value_embed;
         pub mod value_gate;
+        pub mod windows;
         pub mod yarn;
     }
     pub mod optim {

@@ -7,7 +7,8 @@ use super::bigram_hash::BigramHash;
 use super::block::{Block, BlockIn, Residual};
 use super::builder::Builder;
 use super::embedding::Embedding;
-use super::head::{self, Head};
+use super::head::Head;
+use super::head_embed;
 use super::parallel_residuals::ParallelResiduals;
 use super::params::Param;
 use super::sa_lambdas;
@@ -65,7 +66,7 @@ impl Gpt {
     /// layout, so parts are built where upstream's code made them).
     pub fn new(path: nn::Path, r: &Recipe, compute: Kind) -> (Gpt, Vec<Param>) {
         let mut b = Builder::new(path, r, compute);
-        let shared = head::shared_weight(&mut b); // upstream #51: the input embedding reads it
+        let shared = head_embed::shared_weight(&mut b); // upstream #51: the input embedding reads it
         let mut embed = Embedding::build(&mut b, shared.as_ref());
         let value_embeds = ValueEmbeds::build(&mut b);
         // The scalar bank in upstream's order: skips, block lambdas, value lambdas, smear,

@@ -138,10 +138,3 @@ impl Head {
 /// Tokens per slice of the head in evaluation: one full-scale val batch of record #1 (64 rows
 /// of 1,024), so record #1 never slices.
 const EVAL_SLICE: i64 = 65_536;
-
-/// Upstream #51: the head's weight, N(0, init_std), made before every other parameter, because
-/// the input embedding reads it.
-pub fn shared_weight(b: &mut Builder) -> Option<Tensor> {
-    let h = b.r.head_embed.as_ref()?;
-    Some(b.ps.normal("lm_head", &[b.vp, b.c], h.init_std, b.g.head))
-}

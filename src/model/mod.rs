@@ -12,6 +12,7 @@ pub mod fp8_head;
 pub mod fp8_mlp;
 pub mod gpt;
 pub mod head;
+pub mod head_embed;
 pub mod key_offset;
 pub mod mlp;
 pub mod mtp;
@@ -30,6 +31,7 @@ pub mod unet;
 pub mod value_embed;
 pub mod value_gate;
 pub mod windowed_attention;
+pub mod windows;
 pub mod x0_lambdas;
 pub mod yarn;
 

@@ -36,7 +36,6 @@ pub const TECHNIQUE: Technique = Technique {
 };
 
 #[cfg(not(recipe_only))]
-
 pub struct ValueGate {
     w: Tensor, // [H, n]
     /// Half the gate's input from the value embedding (upstream #70).

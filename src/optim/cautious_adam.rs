@@ -34,7 +34,6 @@ pub const TECHNIQUE: Technique = Technique {
 };
 
 #[cfg(not(recipe_only))]
-
 /// p (fp32) minus Adam's update `u` and the cautious decay at `rate` = lr·wd·lr.
 pub fn step(p: &Tensor, u: &Tensor, rate: f64, mask: CautiousMask) -> Tensor {
     let agree = match mask {

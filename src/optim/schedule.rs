@@ -1,7 +1,8 @@
 //! The schedule: every step-dependent value of a run, from one place. `Schedule::at(step)` gives
 //! that step's [`Plan`]; the loop, the optimizers and the log read it, and
 //! `train --print-schedule` prints its table. Below it, the curves it is made of.
-use crate::recipe::{LrSchedule, Recipe, UntieStep, Windows, MTP_MAX};
+use crate::model::{head_embed::UntieStep, windows};
+use crate::recipe::{LrSchedule, Recipe, MTP_MAX};
 
 /// What step `step` runs with.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -135,7 +136,7 @@ pub struct Schedule {
     min_lr_frac: f64,
     muon: Option<MuonSchedule>,
     adam_lr: f64,
-    windows: Option<Windows>,
+    windows: Option<windows::Section>,
     untimed_warmup: u64,
     /// Steps at the end past the schedules' clock (upstream #35).
     extension: u64,

@@ -130,10 +130,7 @@ pub const REGISTRY: &[Technique] = &[
     Technique { act1: &[1, 2, 3, 4, 5, 6], ..technique("init", &[19], &[]) },
     technique("zero_proj", &[5], &[]),
     technique("untied_head", &[8], &[]),
-    Technique {
-        excludes: &["untied_head"],
-        ..technique("head_embed", &[51, 53, 54, 65], &["muon"])
-    },
+    model::head_embed::TECHNIQUE,
     Technique { act1: &[2, 3, 4, 5, 6], ..technique("rotary", &[2, 17, 58], &[]) },
     technique("x0_lambdas", &[9], MODERN),
     technique("unet", &[11], MODERN),
@@ -150,15 +147,7 @@ pub const REGISTRY: &[Technique] = &[
         ..technique("attn_layers", &[17, 20, 58], &["rotary", "windows", "loader"])
     },
     Technique { lab: Lab::Layers, ..technique("mlp_layers", &[30, 35], &[]) },
-    Technique {
-        lab: Lab::Fields(&[
-            ("block", Lab::Tokens),
-            ("schedule", Lab::Kept),
-            ("final_ws", Lab::Kept),
-            ("final_long", Lab::Kept),
-        ]),
-        ..technique("windows", &[13, 16, 20, 29, 31], MODERN)
-    },
+    model::windows::TECHNIQUE,
     technique("attn_scale", &[20, 31], MODERN),
     model::yarn::TECHNIQUE,
     Technique { lab: Lab::Kept, ..technique("attn_gate", &[28], MODERN) },

@@ -83,40 +83,6 @@ fn is_zero(x: &f64) -> bool {
     *x == 0.0
 }
 
-/// Sliding-window attention (upstream #13, #16, #20, #29): windows are whole blocks of
-/// `block` tokens; long = ws·block, short = (ws/2)·block, with ws taken from `schedule` by the
-/// fraction of training done (#29: three equal stages).
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Windows {
-    pub block: usize,
-    pub schedule: Vec<usize>,
-    /// ws of the final validation, past the schedule's last (upstream #31: 13, with YaRN
-    /// extended to it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub final_ws: Option<usize>,
-    /// The long layers' window at the final validation, in blocks, with YaRN left at final_ws
-    /// (upstream #33: 20 for the last layer; #35: every long layer).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub final_long: Option<usize>,
-}
-
-impl Windows {
-    /// (long, short) windows in tokens for window size `ws`: ws and ws/2 blocks.
-    pub fn sizes_of(&self, ws: usize) -> (i64, i64) {
-        ((ws * self.block) as i64, (ws / 2 * self.block) as i64)
-    }
-
-    /// The final validation's (long, short) windows and YaRN's window, in tokens, when it
-    /// differs from training's.
-    pub fn final_sizes(&self) -> Option<((i64, i64), i64)> {
-        let ws = self.final_ws?;
-        let (long, short) = self.sizes_of(ws);
-        let wide = self.final_long.map_or(long, |l| (l * self.block) as i64);
-        Some(((wide, short), long))
-    }
-}
-
 /// Muon as Keller Jordan's script had it in autumn 2024 (Act 1's a3; src/optim/muon_classic.rs):
 /// SGD momentum with Nesterov, NS5, the update scaled by sqrt(max(rows, cols)), a fused QKV as
 /// three squares, no weight decay. The block matrices only; the rest stays with AdamW.
@@ -168,35 +134,6 @@ pub struct AdamBetas {
 pub struct WdMul {
     pub value_embeds: f64,
     pub head: f64,
-}
-
-/// Upstream #51's tie: the input embedding reads the lm_head's weight (the head's group: lr
-/// multiplier 1, bf16 with bf16_linears), initialised N(0, init_std) instead of at zero.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct HeadEmbed {
-    pub init_std: f64,
-    /// Upstream #53 unties them again at this fraction of the scheduled steps (2/3): the
-    /// embedding gets a copy of the head's weight and Adam state, then trains on its own.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub untie_at: Option<f64>,
-    /// Which odd (Adam) step the copy follows.
-    #[serde(default)]
-    pub untie_step: UntieStep,
-}
-
-/// The step the untie copies after, with s = ceil(untie_at · scheduled steps).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum UntieStep {
-    /// Upstream #53: the odd step before s, (s − 2) | 1; the embedding is its own from s.
-    #[default]
-    OddBefore,
-    /// Upstream #54: s | 1, the embedding its own from the step after.
-    OddFrom,
-    /// Upstream #65: s = round(untie_at · scheduled steps), the third stage's first step;
-    /// s | 1, the embedding its own from the step after.
-    OddAtRounded,
 }
 
 /// The learning-rate multiplier over training.
