@@ -7,10 +7,10 @@
 //! A technique with a section of its own (`[recipe.bigram_hash]`) declares it in its module
 //! (`bigram_hash::Section`, with its registry entry); its field here is one line, absent = off.
 use crate::model::{
-    backout, bigram_hash, fp8_head, head_embed, key_offset, mtp, parallel_residuals, single_skip,
-    smear, value_embed, value_gate, windows, yarn,
+    attn_gate, backout, bigram_hash, fp8_head, fp8_mlp, head_embed, key_offset, mtp,
+    parallel_residuals, sa_lambdas, single_skip, smear, value_embed, value_gate, windows, yarn,
 };
-use crate::optim::{cautious_adam, muon};
+use crate::optim::{adam_betas, cautious_adam, lr_mul, muon, scalar_adam, wd_mul};
 use anyhow::{bail, ensure, Context, Result};
 use lab::LabRule;
 use serde::{Deserialize, Serialize};
@@ -95,12 +95,10 @@ pub struct Recipe {
     pub head_embed: Option<head_embed::Section>, // src/model/head_embed.rs
     #[serde(default)]
     pub rotary: Option<Rotary>,
-    /// x <- λ0·x + λ1·x0 before every block (upstream #9).
     #[serde(default)]
-    pub x0_lambdas: bool,
-    /// U-net skips: the first half's outputs feed the second half, mirrored (upstream #11).
+    pub x0_lambdas: bool, // src/model/x0_lambdas.rs
     #[serde(default)]
-    pub unet: bool,
+    pub unet: bool, // src/model/unet.rs
     /// The U-net skip weights pass through a sigmoid, from this raw init (upstream #32: -1.5,
     /// so each skip starts at σ(-1.5) = 0.18).
     #[serde(default)]
@@ -158,30 +156,19 @@ pub struct Recipe {
     /// The QKV weights' uniform init bound, as a multiple of the MLP's (upstream #53: 2).
     #[serde(default)]
     pub qkv_init_mul: Option<f64>,
-    /// Where the attention lambdas act: on the values (upstream #15), on the QKV weight
-    /// (#47), on the QKV and output weights (#48).
     #[serde(default)]
-    pub sa_lambdas: SaLambdas,
-    pub smear: Option<smear::Section>, // src/model/smear.rs
-    /// Sparse attention gate: σ(W·h[:n]) per head from the first n channels (upstream #28).
-    #[serde(default)]
-    pub attn_gate: Option<usize>,
+    pub sa_lambdas: sa_lambdas::Place, // src/model/sa_lambdas.rs
+    pub smear: Option<smear::Section>,         // src/model/smear.rs
+    pub attn_gate: Option<attn_gate::Section>, // src/model/attn_gate.rs
     pub value_embed: Option<value_embed::Section>, // src/model/value_embed.rs
-    pub value_gate: Option<value_gate::Section>,   // src/model/value_gate.rs
+    pub value_gate: Option<value_gate::Section>, // src/model/value_gate.rs
     pub parallel_residuals: Option<parallel_residuals::Section>, // src/model/parallel_residuals.rs
-    /// The layers after the backout's layer attend over that layer's output instead of the
-    /// stream (upstream #77's single saved activation).
-    #[serde(default)]
-    pub attend_backout: bool,
     pub bigram_hash: Option<bigram_hash::Section>, // src/model/bigram_hash.rs
-    pub backout: Option<backout::Section>,         // src/model/backout.rs
+    pub backout: Option<backout::Section>,     // src/model/backout.rs
     #[serde(default)]
     pub softcap: Option<Softcap>,
     pub fp8_head: Option<fp8_head::Section>, // src/model/fp8_head.rs
-    /// The MLP's up-projection in FP8 during training, scaled per matrix and per call by the
-    /// max (upstream #84; src/model/fp8_mlp.rs).
-    #[serde(default)]
-    pub fp8_mlp_up: bool,
+    pub fp8_mlp: Option<fp8_mlp::Section>,   // src/model/fp8_mlp.rs
     /// Embedding tables are stored in bf16 on GPUs (upstream #18).
     #[serde(default)]
     pub bf16_embeddings: bool,
@@ -243,17 +230,13 @@ pub struct Recipe {
     pub muon: Option<muon::Section>, // src/optim/muon.rs
     #[serde(default)]
     pub muon_classic: Option<MuonClassic>,
-    #[serde(default)]
-    pub lr_mul: Option<LrMul>,
-    #[serde(default)]
-    pub wd_mul: Option<WdMul>,
+    pub lr_mul: Option<lr_mul::Section>, // src/optim/lr_mul.rs
+    pub wd_mul: Option<wd_mul::Section>, // src/optim/wd_mul.rs
     /// The attention and value-embedding gates go to Adam (lr_mul 1, decaying) instead of
     /// Muon (upstream #56).
     #[serde(default)]
     pub gates_in_adam: bool,
-    /// Adam's betas per kind of parameter, all in one Adam (upstream #57).
-    #[serde(default)]
-    pub adam_betas: Option<AdamBetas>,
+    pub adam_betas: Option<adam_betas::Section>, // src/optim/adam_betas.rs
     /// The block matrices (QKVO, c_fc, c_proj) stored in bf16 on CUDA, Muon updating their
     /// fp32 value through a 16-bit mantissa buffer (upstream #57; src/optim/mantissa.rs).
     #[serde(default)]
@@ -266,14 +249,8 @@ pub struct Recipe {
     /// (upstream #39: 2, on odd steps); Muon still steps every step.
     #[serde(default)]
     pub adam_every: Option<u64>,
-    /// The scalar bank gets its own Adam with these betas (upstream #52: (0.9, 0.99)).
-    #[serde(default)]
-    pub scalar_betas: Option<[f64; 2]>,
-    /// The scalar bank's Adam pauses for this many steps from each step where the windows
-    /// or the batch change, its gradients dropped, its moments kept (upstream #52: 40).
-    #[serde(default)]
-    pub scalar_freeze: u64,
-    pub mtp: Option<mtp::Section>, // src/model/mtp.rs
+    pub scalar_adam: Option<scalar_adam::Section>, // src/optim/scalar_adam.rs
+    pub mtp: Option<mtp::Section>,                 // src/model/mtp.rs
     pub cautious_adam: Option<cautious_adam::Section>, // src/optim/cautious_adam.rs
     #[serde(default)]
     pub lr_schedule: LrSchedule,
@@ -520,7 +497,7 @@ impl Recipe {
             self.n_head
         );
         for (key, n) in [
-            ("attn_gate", self.attn_gate),
+            ("attn_gate.channels", self.attn_gate.as_ref().map(|g| g.channels)),
             ("value_gate.channels", self.value_gate.as_ref().map(|g| g.channels)),
             ("single_skip.x0_gate", self.single_skip.as_ref().and_then(|s| s.x0_gate)),
         ] {
@@ -529,10 +506,15 @@ impl Recipe {
                 "recipe: {key} reads more channels than n_embd"
             );
         }
-        if let Some(k) = self.backout.as_ref().map(|b| b.layer) {
+        if let Some(b) = &self.backout {
+            let k = b.layer;
             ensure!(
                 k < l && !self.skips_layer(k),
                 "recipe: backout = {k} is not a layer that runs"
+            );
+            ensure!(
+                !b.attend || self.parallel_residuals.is_some(),
+                "recipe: backout.attend hands layer {k}'s output to the parallel sublayers; it needs parallel_residuals"
             );
         }
         Ok(())
@@ -581,6 +563,11 @@ impl Recipe {
                 "recipe: doc_len_schedule = {d:?} needs one length in 1..=seq_len per windows stage"
             );
         }
+        ensure!(
+            self.scalar_adam.as_ref().and_then(|s| s.freeze).is_none_or(|f| f == 0)
+                || self.windows.is_some(),
+            "recipe: scalar_adam.freeze pauses at the windows' stages; it needs windows"
+        );
         if let Some(b) = &self.batch_schedule {
             ensure!(
                 b.iter().all(|&s| s > 0)

@@ -12,7 +12,7 @@ use trainer::optim::cautious_adam::CautiousMask;
 use trainer::optim::dist_adam::{AdamConfig, DistAdam};
 use trainer::optim::schedule::{self, Schedule};
 use trainer::optim::{cautious_adam, normuon};
-use trainer::recipe::{SaLambdas, Scale};
+use trainer::recipe::Scale;
 
 fn values(t: &Tensor) -> Vec<f64> {
     Vec::<f64>::try_from(t.to_kind(Kind::Double).flatten(0, -1)).unwrap()
@@ -117,7 +117,7 @@ fn scalars_pause_forty_steps_from_each_stage_change() {
     let want: Vec<u64> = (627..667).chain(1254..1294).chain(1880..1920).collect();
     assert_eq!(paused, want);
     assert!((0..40).all(|i| !s.warmup(i).freeze_scalars));
-    assert_eq!(common::record(53, Scale::Lab).scalar_freeze, 6);
+    assert_eq!(common::record(53, Scale::Lab).scalar_adam.unwrap().freeze, Some(6));
 }
 
 fn param(name: &str, role: Role, values: Tensor) -> Param {
@@ -242,9 +242,9 @@ fn attention_lambdas_act_where_each_record_put_them() {
         let f = |t: Tensor| t.double_value(&[0]);
         (init, f(l.qkv_weight(&w, &b)), f(l.values(&v, Some(&ve), &b)), f(l.out_weight(&w, &b)))
     };
-    assert_eq!(at(SaLambdas::Values), (vec![0.5, 0.5], 5.0, 0.5 + 12.0, 5.0));
-    assert_eq!(at(SaLambdas::Qkv), (vec![0.5, 0.5], 1.25, 2.0 + 12.0, 5.0));
-    assert_eq!(at(SaLambdas::QkvO), (vec![0.5, 1.0], 1.25, 5.0, 20.0));
+    assert_eq!(at(sa_lambdas::Place::Values), (vec![0.5, 0.5], 5.0, 0.5 + 12.0, 5.0));
+    assert_eq!(at(sa_lambdas::Place::Qkv), (vec![0.5, 0.5], 1.25, 2.0 + 12.0, 5.0));
+    assert_eq!(at(sa_lambdas::Place::QkvO), (vec![0.5, 1.0], 1.25, 5.0, 20.0));
 }
 
 /// #48: NorMuon's moments per row for tall matrices and (with the fix) gates; the stacked

@@ -20,24 +20,33 @@ pub mod toml_file;
 pub mod trainer {
     pub mod recipe;
     pub mod model {
+        pub mod attn_gate;
         pub mod backout;
         pub mod bigram_hash;
         pub mod fp8_head;
+        pub mod fp8_mlp;
         pub mod head_embed;
         pub mod key_offset;
         pub mod mtp;
         pub mod parallel_residuals;
+        pub mod sa_lambdas;
         pub mod single_skip;
         pub mod smear;
+        pub mod unet;
         pub mod value_embed;
         pub mod value_gate;
         pub mod windows;
+        pub mod x0_lambdas;
         pub mod yarn;
     }
     pub mod optim {
+        pub mod adam_betas;
         pub mod cautious_adam;
+        pub mod lr_mul;
         pub mod muon;
+        pub mod scalar_adam;
         pub mod schedule;
+        pub mod wd_mul;
     }
 }
 /// The trainer's files name these modules `crate::recipe`, `crate::model`, `crate::optim`; here

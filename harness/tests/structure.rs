@@ -162,44 +162,64 @@ fn a_function_is_measured_from_fn_to_its_brace() {
 
 /// The trainer files that declare a recipe section (`pub struct Section`), as (dir, stem):
 /// `("model", "bigram_hash")`.
-fn section_modules(src: &Path) -> Vec<(String, String)> {
+/// The technique modules: files with a registry entry of their own, and whether the entry's
+/// key is a section (`pub struct Section`) or a value (a switch, or a choice the module names).
+fn technique_modules(src: &Path) -> Vec<(String, String, bool)> {
     let mut out = Vec::new();
     for file in sources(src) {
         let text = std::fs::read_to_string(&file).unwrap();
-        if text.lines().any(|l| l.starts_with("pub struct Section ")) {
+        if text.contains("pub const TECHNIQUE: Technique") {
             let rel = file.strip_prefix(src).unwrap();
             let dir = rel.parent().unwrap().display().to_string();
             let stem = rel.file_stem().unwrap().to_string_lossy().into_owned();
-            out.push((dir, stem));
+            let section = text.lines().any(|l| l.starts_with("pub struct Section "));
+            out.push((dir, stem, section));
         }
     }
     out.sort();
     out
 }
 
-/// A technique whose recipe section is its own (`[recipe.bigram_hash]`) keeps the section and
-/// its registry entry in its module, under the module's name; the Recipe names the section in
-/// one field, the registry the entry in one line, and the CLI mounts the module (its libtorch
-/// half left out), once each.
+/// A technique whose recipe key is its own (`[recipe.bigram_hash]`, a switch such as `unet`, or
+/// a choice such as `sa_lambdas = "qkv_o"`) keeps its registry entry, and the key's type, in its
+/// module, under the module's name; the Recipe names the key in one field, the registry the entry in one line, and the CLI
+/// mounts the module (its libtorch half left out), once each.
 #[test]
 fn a_recipe_section_lives_in_its_technique_module_and_is_named_once() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
-    let modules = section_modules(&root.join("src"));
-    assert!(modules.len() >= 4, "sections found: {modules:?}");
+    let modules = technique_modules(&root.join("src"));
+    assert!(modules.iter().filter(|m| m.2).count() >= 4, "sections found: {modules:?}");
+    assert!(modules.iter().any(|m| !m.2), "no switch module found: {modules:?}");
     let (recipe, registry, cli) =
         (read("src/recipe.rs"), read("src/recipe/registry.rs"), read("harness/src/lib.rs"));
     let count = |text: &str, needle: &str| text.matches(needle).count();
-    for (dir, stem) in &modules {
+    for (dir, stem, section) in &modules {
         let file = read(&format!("src/{dir}/{stem}.rs"));
         let own = format!("technique(\"{stem}\"");
         assert_eq!(count(&file, &own), 1, "src/{dir}/{stem}.rs: its TECHNIQUE names {stem}");
-        assert!(file.contains("pub const TECHNIQUE: Technique"), "src/{dir}/{stem}.rs: TECHNIQUE");
         assert_eq!(count(&registry, &own), 0, "registry.rs writes {stem}'s entry again");
         let listed = format!("    {dir}::{stem}::TECHNIQUE,\n");
         assert_eq!(count(&registry, &listed), 1, "registry.rs lists {dir}::{stem}::TECHNIQUE");
-        let field = format!("pub {stem}: Option<{stem}::Section>,");
-        assert_eq!(count(&recipe, &field), 1, "src/recipe.rs: `{field}`");
+        let field = format!("pub {stem}: ");
+        let lines: Vec<_> = recipe.lines().filter(|l| l.trim_start().starts_with(&field)).collect();
+        let place = format!("// src/{dir}/{stem}.rs");
+        assert!(
+            lines.len() == 1 && lines[0].ends_with(&place),
+            "src/recipe.rs: one `{field}.., {place}`, found {lines:?}"
+        );
+        let ty = lines[0].trim_start()[field.len()..].split(',').next().unwrap();
+        let defined_here = |t: &str| {
+            t.strip_prefix(&format!("{stem}::")).is_some_and(|name| {
+                file.contains(&format!("pub enum {name} "))
+                    || file.contains(&format!("pub struct {name} "))
+            })
+        };
+        let fits = match section {
+            true => ty == format!("Option<{stem}::Section>"),
+            false => ty == "bool" || defined_here(ty),
+        };
+        assert!(fits, "src/recipe.rs: {stem}'s type `{ty}` is not its module's own (or a switch)");
         assert_eq!(count(&cli, &format!("pub mod {stem};")), 1, "harness/src/lib.rs mounts {stem}");
     }
     // The CLI mounts no trainer file beyond the recipe, the step plan and the sections.

@@ -18,14 +18,18 @@ use {
 #[serde(deny_unknown_fields)]
 pub struct Section {
     pub layer: usize,
+    /// The layers after it attend over its output instead of the stream (upstream #77's single
+    /// saved activation, with parallel_residuals; src/model/gpt.rs hands it over).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub attend: bool,
 }
 
 /// At lab scale the layer is the lab layer whose slice of the full layers holds it; trees
-/// before the section read `backout = 8`.
+/// before the section read `backout = 8` and, from #77, `attend_backout = true`.
 pub const TECHNIQUE: Technique = Technique {
     lab: Lab::Fields(&[("layer", Lab::Layer)]),
-    older: &[("backout", Older::Field("layer"))],
-    ..technique("backout", &[40], &[])
+    older: &[("backout", Older::Field("layer")), ("attend_backout", Older::Field("attend"))],
+    ..technique("backout", &[40, 77], &[])
 };
 
 #[cfg(not(recipe_only))]

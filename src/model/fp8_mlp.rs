@@ -10,14 +10,35 @@
 //! pre = (e4m3(h/s_h) · e4m3(c_fc/s_w)ᵀ) · s_h·s_w
 //! ```
 //! Scaling by the max keeps every value within e4m3fn's ±448, so the casts cannot overflow.
-use super::fp8_head::scaled_mm_by;
-use crate::shim::autograd::custom_function;
-use anyhow::{ensure, Result};
-use tch::{Kind, Tensor};
+use crate::recipe::registry::{technique, Older, Technique};
+use serde::{Deserialize, Serialize};
+#[cfg(not(recipe_only))]
+use {
+    super::fp8_head::scaled_mm_by,
+    crate::shim::autograd::custom_function,
+    anyhow::{ensure, Result},
+    tch::{Kind, Tensor},
+};
+
+/// `[recipe.fp8_mlp]`: which of the MLP's projections run in FP8 during training.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Section {
+    /// c_fc, the up-projection (upstream #84).
+    pub up: bool,
+}
+
+/// Trees before the section read `fp8_mlp_up = true`.
+pub const TECHNIQUE: Technique = Technique {
+    older: &[("fp8_mlp_up", Older::Field("up"))],
+    ..technique("fp8_mlp", &[84], &["tall_matrices", "activation"])
+};
 
 /// e4m3fn's largest finite value.
+#[cfg(not(recipe_only))]
 const E4M3_MAX: f64 = 448.0;
 
+#[cfg(not(recipe_only))]
 /// h: [N, C], w: [H, C] (c_fc, tall) -> h·wᵀ [N, H] in h's kind, the forward in FP8.
 pub fn fp8_up_projection(h: &Tensor, w: &Tensor) -> Result<Tensor> {
     let (hs, ws) = (h.size(), w.size());

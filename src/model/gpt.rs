@@ -98,7 +98,7 @@ impl Gpt {
             x0_lambdas,
             bigram,
             residual,
-            attend_backout: r.attend_backout,
+            attend_backout: r.backout.as_ref().is_some_and(|b| b.attend),
             blocks,
             backout,
             head,

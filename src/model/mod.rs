@@ -1,6 +1,7 @@
 //! The GPT and its parts, one file per technique.
 pub mod attend;
 pub mod attention;
+pub mod attn_gate;
 pub mod backout;
 pub mod bigram_hash;
 pub mod block;

@@ -157,13 +157,13 @@ impl Groups {
     /// Upstream's Muon on the block matrices and Adam on the rest, each group as a record set it.
     fn upstream(r: &Recipe) -> Groups {
         // Upstream's optimizers decay every parameter (with weight_decay 0 until #46).
-        let mul = |f: fn(&crate::recipe::LrMul) -> f64| r.lr_mul.as_ref().map_or(1.0, f);
+        let mul = |f: fn(&_) -> f64| r.lr_mul.as_ref().map_or(1.0, f);
         let embed_storage = if r.bf16_embeddings { Storage::Bf16OnCuda } else { Storage::Fp32 };
         let linear_storage = if r.bf16_linears { Storage::Bf16OnCuda } else { Storage::Fp32 };
         // Upstream #55 decays the value embeddings 5x and the head (with the embedding) 150x.
         let wd = r.wd_mul.as_ref();
         // Upstream #57's betas per kind of parameter.
-        let betas = |f: fn(&crate::recipe::AdamBetas) -> [f64; 2]| r.adam_betas.as_ref().map(f);
+        let betas = |f: fn(&_) -> [f64; 2]| r.adam_betas.as_ref().map(f);
         let head = Group {
             storage: linear_storage,
             wd_mul: wd.map_or(1.0, |w| w.head),
@@ -173,7 +173,7 @@ impl Groups {
         let [hidden, qkvo, c_fc, c_proj] = Groups::muon_matrices(r);
         let lambda_betas = r.parallel_residuals.as_ref().map(|p| p.betas);
         let embed = Group { storage: embed_storage, ..fp32(Opt::Adam, mul(|m| m.embed), true) };
-        let scalar_opt = if r.scalar_betas.is_some() { Opt::ScalarAdam } else { Opt::Adam };
+        let scalar_opt = if r.scalar_adam.is_some() { Opt::ScalarAdam } else { Opt::Adam };
         // Upstream #56 moves the attention and value-embedding gates to Adam.
         let gate_opt = if r.gates_in_adam { Opt::Adam } else { Opt::Muon };
         // Upstream #57's gate betas: the smear and skip gates' and these, the attention and
@@ -237,9 +237,7 @@ impl Groups {
             true => Role::QkPairs(2 * (r.n_embd / r.n_head) as i64),
             false => Role::Qkvo,
         };
-        let lr_mul = |f: fn(&crate::recipe::LrMul) -> Option<f64>| {
-            r.lr_mul.as_ref().and_then(f).unwrap_or(1.0)
-        };
+        let lr_mul = |f: fn(&_) -> Option<f64>| r.lr_mul.as_ref().and_then(f).unwrap_or(1.0);
         let mlp = |lr| Group { role: Role::Mlp, storage, ..fp32(Opt::Muon, lr, true) };
         [
             fp32(Opt::Muon, 1.0, true),

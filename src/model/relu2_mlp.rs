@@ -27,7 +27,7 @@ impl Relu2Mlp {
         let r = b.r;
         let shape = (r.zero_proj, r.tall_matrices);
         let m = Relu2Mlp::new(&mut b.ps, name, b.c, b.bound, shape, (b.g.c_fc, b.g.c_proj));
-        if r.fp8_mlp_up {
+        if r.fp8_mlp.as_ref().is_some_and(|f| f.up) {
             m.with_fp8_up()
         } else {
             m

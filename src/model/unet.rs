@@ -2,11 +2,19 @@
 //! mirrored (block L/2-1 -> L/2, ..., 0 -> L-1), each scaled by a learned weight from the
 //! scalar bank (init 1). Upstream reserves L weights and uses the first L/2. From upstream #32
 //! the weight passes through a sigmoid (raw init -1.5): a skip can only add a bounded share.
-use super::builder::Builder;
-use super::scalars::{ScalarBank, Slot};
-use anyhow::{Context, Result};
-use tch::Tensor;
+use crate::recipe::registry::{technique, Technique};
+#[cfg(not(recipe_only))]
+use {
+    super::builder::Builder,
+    super::scalars::{ScalarBank, Slot},
+    anyhow::{Context, Result},
+    tch::Tensor,
+};
 
+/// `unet = true`: a switch, part of the modern block; its weights' sigmoid is `skip_gate`.
+pub const TECHNIQUE: Technique = technique("unet", &[11], &["attn_layers"]);
+
+#[cfg(not(recipe_only))]
 pub struct UNetSkips {
     weights: Slot,
     /// Pairs: the first `half` layers that run push, the next `half` pop (an odd last one,
@@ -15,6 +23,7 @@ pub struct UNetSkips {
     sigmoid: bool,
 }
 
+#[cfg(not(recipe_only))]
 impl UNetSkips {
     /// The U-net's skip weights over the layers that run (upstream #35's empty layer is none).
     pub fn build(b: &mut Builder) -> Option<UNetSkips> {

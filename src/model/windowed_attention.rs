@@ -8,9 +8,9 @@
 //!   query (W + 1 keys with itself), softmax scale from the recipe (upstream #12, #16, #20, #29);
 //! - from upstream #55 the value embedding gated per head and token (value_gate.rs);
 //! - from upstream #58 paired heads on some layers (paired_heads.rs);
-//! - a sparse gate per head and token: y <- y·σ(h[:g]·W_gᵀ) from the first g channels of the
-//!   normed input, zero-initialised so it starts at 0.5 (upstream #28).
+//! - a sparse gate per head and token (upstream #28; attn_gate.rs).
 use super::attend::{attend, Docs, Pattern};
+use super::attn_gate::AttnGate;
 use super::builder::Builder;
 use super::key_offset;
 use super::norm::rms_norm;
@@ -24,8 +24,8 @@ use anyhow::Result;
 use tch::{Kind, Tensor};
 
 pub struct WindowedAttention {
-    qkvo_w: Tensor,       // [4, C, C]: Wq, Wk, Wv, Wo (each [out, in]); tall: [4C, C]
-    gate: Option<Tensor>, // [H, g]
+    qkvo_w: Tensor, // [4, C, C]: Wq, Wk, Wv, Wo (each [out, in]); tall: [4C, C]
+    gate: Option<AttnGate>,
     n_head: i64,
     /// QK-norm's eps, or None without it.
     qk_norm: Option<f64>,
@@ -136,7 +136,7 @@ impl WindowedAttention {
             tall: r.tall_matrices,
             key_offset: r.key_offset.is_some(),
             key_offset_half: r.key_offset.as_ref().is_some_and(|k| k.half),
-            gate: r.attn_gate.map(|n| (n as i64, b.g.gate)),
+            gate: r.attn_gate.as_ref().map(|s| (s.channels as i64, b.g.gate)),
             qk_norm: r.qk_norm.then_some(r.ln_eps),
         };
         let a = WindowedAttention::new(&mut b.ps, name, &cfg, (rope, lambdas, w == 'L'), b.g.qkvo);
@@ -160,7 +160,8 @@ impl WindowedAttention {
         if cfg.zero_proj {
             let _ = tch::no_grad(|| qkvo_w.view([4 * c, c]).narrow(0, 3 * c, c).zero_());
         }
-        let gate = cfg.gate.map(|(n, g)| ps.zeros(&format!("{name}.gate"), &[cfg.n_head, n], g));
+        let gate =
+            cfg.gate.map(|(n, g)| AttnGate::new(ps, &format!("{name}.gate"), (cfg.n_head, n), g));
         WindowedAttention {
             qkvo_w,
             gate,
@@ -231,9 +232,7 @@ impl WindowedAttention {
             }
         };
         if let Some(g) = &self.gate {
-            let n = g.size()[1];
-            let gate = h.narrow(2, 0, n).linear(&g.to_kind(h.kind()), None::<Tensor>).sigmoid(); // [B, T, H]
-            y = &y * gate.unsqueeze(3);
+            y = g.apply(h, &y);
         }
         let w_o = self.lambdas.out_weight(&w.narrow(0, 3 * c, c), bank);
         Ok(y.contiguous().view([b, t, c]).linear(&w_o, None::<Tensor>))

@@ -4,10 +4,18 @@
 //! (λ0, λ1) pairs until upstream #49 relays them out as all λ0s ("resid_lambdas"), then all λ1s;
 //! upstream #52 moves the λ1s out of the bank into their own parameter, so they keep the main
 //! Adam's betas while the bank's scalars get smoother ones.
-use super::builder::Builder;
-use super::scalars::{ScalarBank, Slot};
-use tch::Tensor;
+use crate::recipe::registry::{technique, Technique};
+#[cfg(not(recipe_only))]
+use {
+    super::builder::Builder,
+    super::scalars::{ScalarBank, Slot},
+    tch::Tensor,
+};
 
+/// `x0_lambdas = true`: a switch, part of the modern block.
+pub const TECHNIQUE: Technique = technique("x0_lambdas", &[9], &["attn_layers"]);
+
+#[cfg(not(recipe_only))]
 /// Where the lambdas sit.
 pub enum Layout {
     /// (λ0, λ1) per layer in the bank (upstream #9-#48).
@@ -18,17 +26,20 @@ pub enum Layout {
     Apart(Tensor),
 }
 
+#[cfg(not(recipe_only))]
 pub struct X0Lambdas {
     /// λ0 of each layer.
     lambda0: Vec<Slot>,
     lambda1: Lambda1,
 }
 
+#[cfg(not(recipe_only))]
 enum Lambda1 {
     Bank(Vec<Slot>),
     Param(Tensor),
 }
 
+#[cfg(not(recipe_only))]
 impl X0Lambdas {
     /// The recipe's x0 lambdas, λ0 from its block_lambda_init, laid out as its scalars are
     /// (upstream #49 splits them; from #52 a parameter of their own, made even when the

@@ -1,8 +1,10 @@
 //! Optimizers and learning-rate schedules.
+pub mod adam_betas;
 pub mod adamw;
 pub mod cautious_adam;
 pub mod cautious_wd;
 pub mod dist_adam;
+pub mod lr_mul;
 pub mod mantissa;
 pub mod muon;
 pub mod muon_classic;
@@ -12,5 +14,7 @@ pub mod optimizer;
 pub mod param_table;
 pub mod polar_express;
 pub mod qk_head_pairs;
+pub mod scalar_adam;
 pub mod schedule;
 pub mod untie;
+pub mod wd_mul;

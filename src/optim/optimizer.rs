@@ -84,13 +84,13 @@ impl Optimizer {
             cautious: r.cautious_adam.map(|c| c.mask),
             fp32_state: r.adam_fp32_state,
         };
-        let scalars = match r.scalar_betas {
+        let scalars = match r.scalar_adam.as_ref().map(|s| s.betas) {
             Some([beta1, beta2]) => {
                 Some(Box::new(DistAdam::new(scalars, AdamConfig { beta1, beta2, ..adam })?))
             }
             None if scalars.is_empty() => None,
             None => bail!(
-                "optimizer: {} is for the scalars' Adam, but the recipe has no scalar_betas",
+                "optimizer: {} is for the scalars' Adam, but the recipe has no scalar_adam",
                 scalars[0].name
             ),
         };

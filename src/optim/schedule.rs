@@ -208,7 +208,7 @@ impl Schedule {
                 None => vec![1.0],
             },
             block: r.windows.as_ref().map_or(1, |w| w.block),
-            scalar_freeze: r.scalar_freeze,
+            scalar_freeze: r.scalar_adam.as_ref().and_then(|s| s.freeze).unwrap_or(0),
             mtp: r.mtp.as_ref().map(|m| m.weights.clone()),
             split: r.head_embed.as_ref().and_then(|h| Some((h.untie_at?, h.untie_step))).map(
                 |(at, rule)| {

@@ -94,48 +94,6 @@ pub struct MuonClassic {
     pub ns_steps: usize,
 }
 
-/// Per-tensor lr multipliers on top of the optimizer's lr: Adam's (upstream #24) and, from
-/// upstream #42, Muon's for the MLP's c_fc (2), moved to c_proj (2) by #48.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct LrMul {
-    pub embed: f64,
-    pub head: f64,
-    pub scalars: f64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub c_fc: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub c_proj: Option<f64>,
-    /// The smear gate's, in Adam (upstream #52: 0.01); absent, the gate is Muon's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub smear_gate: Option<f64>,
-    /// The skip's x0 gate's, in Adam (upstream #55: 0.05).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub skip_gate: Option<f64>,
-}
-
-/// Adam's betas per kind of parameter (upstream #57), replacing the recipe's beta1 and beta2;
-/// the embedding shares the head's. The scalars keep `scalar_betas`: upstream #57 folds their
-/// Adam into the main one, which with the same lr, eps, decay and steps is the same update.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct AdamBetas {
-    pub head: [f64; 2],
-    pub value_embeds: [f64; 2],
-    pub x0_lambdas: [f64; 2],
-    /// The smear, skip, attention and value-embedding gates.
-    pub gates: [f64; 2],
-}
-
-/// Weight-decay multipliers on Adam's rate (upstream #55): the value embeddings', and the
-/// head's, which the input embedding shares.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct WdMul {
-    pub value_embeds: f64,
-    pub head: f64,
-}
-
 /// The learning-rate multiplier over training.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
@@ -169,17 +127,4 @@ pub enum Loader {
     /// made of whole documents from a BOS, each clipped to seq_len (max_doc_len); attention stays
     /// inside documents.
     Bos,
-}
-
-/// Where each layer's attention lambdas (sa0, sa1) act (src/model/sa_lambdas.rs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SaLambdas {
-    /// Upstream #15: v <- sa0·v + sa1·ve.
-    #[default]
-    Values,
-    /// Upstream #47: sa0 scales the QKV weight; v <- v + sa1·ve.
-    Qkv,
-    /// Upstream #48: sa0 scales the QKV weight, sa1 the output weight; v <- v + ve.
-    QkvO,
 }

@@ -109,7 +109,7 @@ pub fn step(r: &Recipe, s: &Shapes, plan: &Plan) -> Work {
         }
         if layer.mlp {
             let up = mm(c, 4.0 * c);
-            let fp8 = if r.fp8_mlp_up { up / 3.0 } else { 0.0 };
+            let fp8 = if r.fp8_mlp.as_ref().is_some_and(|f| f.up) { up / 3.0 } else { 0.0 };
             w.matmul_fp8_flops += fp8;
             w.matmul_bf16_flops += up - fp8 + mm(4.0 * c, c);
         }
@@ -275,7 +275,7 @@ mod tests {
     #[test]
     fn record_84_s_fp8_is_the_head_and_the_up_projection_s_forward() {
         let r = full_recipe("84.toml");
-        assert!(r.fp8_mlp_up && r.fp8_head.is_some());
+        assert!(r.fp8_mlp.is_some() && r.fp8_head.is_some());
         let (w, tokens) = first_timed(&r);
         let (t, c, v) = (tokens as f64, r.n_embd as f64, r.padded_vocab_size as f64);
         let mlps = Shapes::of(&r).layers.iter().filter(|l| l.mlp).count() as f64;
@@ -285,7 +285,7 @@ mod tests {
         assert!((w.matmul_fp8_flops - fp8).abs() < 1e-9 * fp8, "{} vs {fp8}", w.matmul_fp8_flops);
         // Turning FP8 off moves those FLOPs to bf16 and changes nothing else.
         let mut bf16 = r.clone();
-        (bf16.fp8_mlp_up, bf16.fp8_head) = (false, None);
+        (bf16.fp8_mlp, bf16.fp8_head) = (None, None);
         let (b, _) = first_timed(&bf16);
         assert_eq!(b.matmul_fp8_flops, 0.0);
         let total = w.matmul_bf16_flops + w.matmul_fp8_flops;
