@@ -7,10 +7,10 @@
 //! A technique with a section of its own (`[recipe.bigram_hash]`) declares it in its module
 //! (`bigram_hash::Section`, with its registry entry); its field here is one line, absent = off.
 use crate::model::{
-    attn_gate, backout, bigram_hash, fp8_head, fp8_mlp, head_embed, key_offset, mtp,
+    attn_gate, backout, bigram_hash, fp8_head, fp8_mlp, head_embed, key_offset, mtp, norm,
     parallel_residuals, sa_lambdas, single_skip, smear, value_embed, value_gate, windows, yarn,
 };
-use crate::optim::{adam_betas, cautious_adam, lr_mul, muon, scalar_adam, wd_mul};
+use crate::optim::{adam_betas, cautious_adam, lr_mul, lr_schedule, muon, scalar_adam, wd_mul};
 use anyhow::{bail, ensure, Context, Result};
 use lab::LabRule;
 use serde::{Deserialize, Serialize};
@@ -73,9 +73,8 @@ pub struct Recipe {
     pub val_tokens: usize,
     pub seed: u64,
     // ---- techniques after #1 (recipe/techniques.rs); absent = off = record #1
-    /// Block-input and final norms.
     #[serde(default)]
-    pub norm: Norm,
+    pub norm: norm::Kind, // src/model/norm.rs
     /// x0 = norm(embedding) (upstream #8).
     #[serde(default)]
     pub embed_norm: bool,
@@ -253,7 +252,7 @@ pub struct Recipe {
     pub mtp: Option<mtp::Section>,                 // src/model/mtp.rs
     pub cautious_adam: Option<cautious_adam::Section>, // src/optim/cautious_adam.rs
     #[serde(default)]
-    pub lr_schedule: LrSchedule,
+    pub lr_schedule: lr_schedule::Curve, // src/optim/lr_schedule.rs
     /// Gradients of the loss summed over each reference rank's tokens (upstream's
     /// reduction="sum"), not the mean; only Adam's eps feels the difference.
     #[serde(default)]
@@ -510,7 +509,7 @@ impl Recipe {
             let k = b.layer;
             ensure!(
                 k < l && !self.skips_layer(k),
-                "recipe: backout = {k} is not a layer that runs"
+                "recipe: backout.layer = {k} is not a layer that runs"
             );
             ensure!(
                 !b.attend || self.parallel_residuals.is_some(),
@@ -563,11 +562,6 @@ impl Recipe {
                 "recipe: doc_len_schedule = {d:?} needs one length in 1..=seq_len per windows stage"
             );
         }
-        ensure!(
-            self.scalar_adam.as_ref().and_then(|s| s.freeze).is_none_or(|f| f == 0)
-                || self.windows.is_some(),
-            "recipe: scalar_adam.freeze pauses at the windows' stages; it needs windows"
-        );
         if let Some(b) = &self.batch_schedule {
             ensure!(
                 b.iter().all(|&s| s > 0)
@@ -578,7 +572,7 @@ impl Recipe {
         if let Some(f) = self.grad_sum_factor {
             ensure!(f > 0.0 && f.is_finite(), "recipe: grad_sum_factor must be positive, got {f}");
         }
-        if let LrSchedule::StagedDecay { stage_at, stage_max, .. } = &self.lr_schedule {
+        if let lr_schedule::Curve::StagedDecay { stage_at, stage_max, .. } = &self.lr_schedule {
             ensure!(
                 stage_max.len() == stage_at.len() + 1,
                 "recipe: lr_schedule's stage_max needs one more entry than stage_at"

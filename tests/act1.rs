@@ -9,7 +9,7 @@ use trainer::model::attention::Attention;
 use trainer::model::dense::Dense;
 use trainer::model::mlp::Mlp;
 use trainer::model::params::{Groups, ParamSet};
-use trainer::optim::schedule::warmup_linear;
+use trainer::optim::lr_schedule::warmup_linear;
 use trainer::recipe::{Recipe, Scale, Tokenizer};
 use trainer::train::run;
 

@@ -167,6 +167,8 @@ fn a_missing_dependency_names_the_keys() {
             "x0_lambdas = false\nx0_lambdas_apart = false",
             "block_lambda_init needs x0_lambdas or parallel_residuals",
         ),
+        // #77's hand-over of the backout's layer (7, lab layer 2) is the parallel sublayers'.
+        ("layer = 7", "layer = 7\nattend = true", "backout.attend hands layer 2's output"),
     ] {
         let text = manifest(63).replacen(from, to, 1);
         let err = format!("{:#}", Recipe::from_manifest_str(&text, Scale::Lab, None).unwrap_err());

@@ -28,6 +28,7 @@ pub mod trainer {
         pub mod head_embed;
         pub mod key_offset;
         pub mod mtp;
+        pub mod norm;
         pub mod parallel_residuals;
         pub mod sa_lambdas;
         pub mod single_skip;
@@ -43,6 +44,7 @@ pub mod trainer {
         pub mod adam_betas;
         pub mod cautious_adam;
         pub mod lr_mul;
+        pub mod lr_schedule;
         pub mod muon;
         pub mod scalar_adam;
         pub mod schedule;

@@ -5,6 +5,7 @@ pub mod cautious_adam;
 pub mod cautious_wd;
 pub mod dist_adam;
 pub mod lr_mul;
+pub mod lr_schedule;
 pub mod mantissa;
 pub mod muon;
 pub mod muon_classic;

@@ -1,8 +1,10 @@
 //! The schedule: every step-dependent value of a run, from one place. `Schedule::at(step)` gives
 //! that step's [`Plan`]; the loop, the optimizers and the log read it, and
-//! `train --print-schedule` prints its table. Below it, the curves it is made of.
+//! `train --print-schedule` prints its table. Below it, the momentum and multi-token curves it
+//! is made of; the lr's curves are in lr_schedule.rs.
+use super::lr_schedule;
 use crate::model::{head_embed::UntieStep, windows};
-use crate::recipe::{LrSchedule, Recipe, MTP_MAX};
+use crate::recipe::{Recipe, MTP_MAX};
 
 /// What step `step` runs with.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -131,7 +133,7 @@ struct MuonSchedule {
 #[derive(Debug, Clone)]
 pub struct Schedule {
     steps: u64,
-    lr: LrSchedule,
+    lr: lr_schedule::Curve,
     warmup_steps: u64,
     min_lr_frac: f64,
     muon: Option<MuonSchedule>,
@@ -255,36 +257,9 @@ impl Schedule {
         let clock = self.stages.clock();
         // Upstream #42: the extension sits at the lr floor and the final windows.
         let extending = self.stages.extending(step);
-        let lr_factor = match &self.lr {
-            _ if extending => self.min_lr_frac,
-            LrSchedule::WarmupCosine => {
-                warmup_cosine(step, steps, self.warmup_steps, 1.0, self.min_lr_frac)
-            }
-            LrSchedule::WarmupLinear => {
-                warmup_linear(step, steps, self.warmup_steps, self.min_lr_frac)
-            }
-            LrSchedule::WarmupStableDecay { cooldown_frac } => warmup_ramp(step, self.warmup_steps)
-                .unwrap_or_else(|| stable_decay(step, steps, *cooldown_frac, self.min_lr_frac)),
-            LrSchedule::StableDecay { cooldown_frac } if self.extension > 0 => {
-                let x = (step as f64 / clock.max(1) as f64).min(0.9999);
-                stable_decay_at(x, *cooldown_frac, self.min_lr_frac)
-            }
-            LrSchedule::StableDecay { cooldown_frac } => {
-                stable_decay(step, steps, *cooldown_frac, self.min_lr_frac)
-            }
-            // Upstream #65: the stage's level, then linear from it to the floor over the steps
-            // from int(S·(1 − cooldown_frac)) to S.
-            LrSchedule::StagedDecay { cooldown_frac, stage_max, .. } if self.rounded => {
-                let level = stage_max[self.stages.of(step).min(stage_max.len() - 1)];
-                let from = (clock as f64 * (1.0 - cooldown_frac)) as u64;
-                let t = (step.saturating_sub(from) as f64 / (clock - from).max(1) as f64).min(1.0);
-                level * (1.0 - t) + self.min_lr_frac * t
-            }
-            LrSchedule::StagedDecay { cooldown_frac, stage_at, stage_max } => {
-                let x = (step as f64 / clock.max(1) as f64).min(1.0);
-                let level = stage_max[stage_at.iter().filter(|&&a| x > a).count()];
-                level * stable_decay_at(x, *cooldown_frac, self.min_lr_frac / level)
-            }
+        let lr_factor = match extending {
+            true => self.min_lr_frac,
+            false => self.lr.at(step, &self.lr_clock(step)),
         };
         let momentum = self.muon.map(|m| {
             let mu = momentum_warmup(step, m.warmup, m.start, m.end);
@@ -326,6 +301,18 @@ impl Schedule {
             grad_mult: self.grad.at(batch_share),
             validate: step == steps || step.is_multiple_of(self.val_every),
             timed: step >= self.first_timed,
+        }
+    }
+
+    /// What the lr curve reads at `step` beyond the step itself.
+    fn lr_clock(&self, step: u64) -> lr_schedule::Clock {
+        lr_schedule::Clock {
+            steps: self.steps,
+            scheduled: self.stages.clock(),
+            warmup: self.warmup_steps,
+            floor: self.min_lr_frac,
+            extended: self.extension > 0,
+            rounded_stage: self.rounded.then(|| self.stages.of(step)),
         }
     }
 
@@ -458,49 +445,6 @@ impl Schedule {
     }
 }
 
-/// llm.c's warmup, kept through Act 1: `(step + 1)/warmup` over the first `warmup` steps.
-fn warmup_ramp(step: u64, warmup: u64) -> Option<f64> {
-    (step < warmup).then(|| (step + 1) as f64 / warmup as f64)
-}
-
-/// llm.c's schedule: linear warmup over `warmup` steps, then cosine decay to `min_lr_frac * lr`
-/// at the last step.
-pub fn warmup_cosine(step: u64, steps: u64, warmup: u64, lr: f64, min_lr_frac: f64) -> f64 {
-    if let Some(ramp) = warmup_ramp(step, warmup) {
-        return lr * ramp;
-    }
-    let min_lr = lr * min_lr_frac;
-    let decay_ratio = (step - warmup) as f64 / (steps - warmup).max(1) as f64;
-    min_lr + 0.5 * (1.0 + (std::f64::consts::PI * decay_ratio).cos()) * (lr - min_lr)
-}
-
-/// Act 1's baseline (a1): linear warmup over `warmup` steps (`(step + 1)/warmup`), then linear
-/// from 1 to `floor` at the last step: a1 writes it `(0.1 + 1 - d)/1.1`, d the decay's progress,
-/// which is floor = 1/11.
-pub fn warmup_linear(step: u64, steps: u64, warmup: u64, floor: f64) -> f64 {
-    if let Some(ramp) = warmup_ramp(step, warmup) {
-        return ramp;
-    }
-    let d = (step - warmup) as f64 / (steps - warmup).max(1) as f64;
-    floor + (1.0 - d) * (1.0 - floor)
-}
-
-/// Upstream's `get_lr` since record #19 ("stable then decay"): the multiplier is 1 while
-/// `step/steps < 1 - cooldown_frac`, then falls linearly to `floor` at `step = steps`.
-/// Record #29: cooldown_frac 0.45, floor 0.1, no warmup.
-pub fn stable_decay(step: u64, steps: u64, cooldown_frac: f64, floor: f64) -> f64 {
-    stable_decay_at(step as f64 / steps.max(1) as f64, cooldown_frac, floor)
-}
-
-/// [`stable_decay`] at progress `x` = step/steps.
-pub fn stable_decay_at(x: f64, cooldown_frac: f64, floor: f64) -> f64 {
-    if cooldown_frac <= 0.0 || x < 1.0 - cooldown_frac {
-        return 1.0;
-    }
-    let w = (1.0 - x) / cooldown_frac;
-    w + (1.0 - w) * floor
-}
-
 /// Upstream #39's momentum cooldown: past step `steps - cooldown`, linear from `from` back to
 /// `to` (0.95 -> 0.85 over the last 50 steps, over the whole run, extension included); None
 /// before.
@@ -549,48 +493,6 @@ pub fn mtp_weights_in_stage(base: &[f64], k: usize, t: f64) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The corners of record #1's curve, as its log prints them (lr:%.6f).
-    #[test]
-    fn matches_the_llmc_log() {
-        let lr = |s| warmup_cosine(s, 19560, 700, 6e-4, 0.0);
-        let expect = [
-            (0, 0.000001),
-            (699, 0.000600),
-            (700, 0.000600),
-            (5415, 0.000512),
-            (10130, 0.000300),
-            (14845, 0.000088),
-            (19000, 0.000001),
-            (19559, 0.000000),
-        ];
-        for (s, want) in expect {
-            assert!((lr(s) - want).abs() < 5e-7, "step {s}: {} vs {want}", lr(s));
-        }
-    }
-
-    #[test]
-    fn warmup_is_linear_and_decay_reaches_the_floor() {
-        assert_eq!(warmup_cosine(0, 100, 10, 1.0, 0.1), 0.1);
-        assert_eq!(warmup_cosine(9, 100, 10, 1.0, 0.1), 1.0);
-        assert!((warmup_cosine(100, 100, 10, 1.0, 0.1) - 0.1).abs() < 1e-12);
-        assert!((warmup_cosine(55, 100, 10, 1.0, 0.0) - 0.5).abs() < 1e-12);
-    }
-
-    /// Record #29's corners: 1670 steps, cooldown 0.45, floor 0.1 (spec §3).
-    #[test]
-    fn stable_decay_matches_record_29() {
-        let m = |s| stable_decay(s, 1670, 0.45, 0.1);
-        assert_eq!(m(0), 1.0);
-        assert_eq!(m(918), 1.0, "x = 0.5497 is still in the stable phase");
-        assert!((m(919) - 0.9994).abs() < 5e-5, "{}", m(919));
-        assert!((m(1669) - 0.1012).abs() < 5e-5, "{}", m(1669));
-        assert!((m(1670) - 0.1).abs() < 1e-12, "the floor at the end");
-        // Linear in the step inside the cooldown.
-        assert!((m(1200) - m(1100) - (m(1300) - m(1200))).abs() < 1e-12);
-        assert!(m(1300) < m(1200));
-        assert_eq!(stable_decay(99, 100, 0.0, 0.1), 1.0, "no cooldown");
-    }
 
     #[test]
     fn momentum_warms_up_from_085_to_095_over_300_steps() {

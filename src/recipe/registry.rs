@@ -123,7 +123,7 @@ pub const REGISTRY: &[Technique] = &[
     base("val_tokens", Lab::Table),
     base("seed", Lab::Kept),
     // The modern speedrun, upstream #2-#29.
-    Technique { act1: &[1, 2, 3, 4, 5, 6], ..technique("norm", &[4], &[]) },
+    model::norm::TECHNIQUE,
     technique("embed_norm", &[8], &[]),
     technique("qk_norm", &[5, 6], MODERN),
     Technique { act1: &[1, 2, 3, 4, 5, 6], ..technique("activation", &[5], &[]) },
@@ -198,7 +198,7 @@ pub const REGISTRY: &[Technique] = &[
     Technique { lab: Lab::Kept, ..technique("adam_every", &[39], &["muon"]) },
     optim::cautious_adam::TECHNIQUE,
     optim::scalar_adam::TECHNIQUE,
-    Technique { act1: &[1, 2, 3, 4, 5, 6], ..technique("lr_schedule", &[4, 19, 46], &[]) },
+    optim::lr_schedule::TECHNIQUE,
     technique("loss_sum", &[21], &[]),
     Technique { lab: Lab::Steps, ..technique("untimed_warmup", &[29], &[]) },
     Technique { lab: Lab::Steps, ..technique("iteration_extension", &[35], &["lr_schedule"]) },

@@ -2,17 +2,6 @@
 //! and absent means off: the newest trainer then runs exactly record #1.
 use serde::{Deserialize, Serialize};
 
-/// Normalization of block inputs and the final hidden state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Norm {
-    /// LayerNorm with weight and bias (GPT-2).
-    #[default]
-    Layer,
-    /// Parameter-free RMSNorm, eps = fp32 machine epsilon (upstream ≤#4).
-    Rms,
-}
-
 /// The MLP's nonlinearity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -92,28 +81,6 @@ pub struct MuonClassic {
     pub lr: f64,
     pub momentum: f64,
     pub ns_steps: usize,
-}
-
-/// The learning-rate multiplier over training.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum LrSchedule {
-    /// llm.c: linear warmup over `warmup_steps`, cosine to `min_lr_frac`.
-    #[default]
-    WarmupCosine,
-    /// Act 1's baseline (a1): linear warmup over `warmup_steps`, then linear to `min_lr_frac`
-    /// at the last step (a1: 1/11, as `(0.1 + 1 - d)/1.1`).
-    WarmupLinear,
-    /// Act 1 from a2: linear warmup over `warmup_steps`, then `stable_decay`'s plateau and its
-    /// linear fall to `min_lr_frac` over the last `cooldown_frac` of training.
-    WarmupStableDecay { cooldown_frac: f64 },
-    /// Upstream #19/#26: constant, then linear decay to `min_lr_frac` over the last
-    /// `cooldown_frac` of training.
-    StableDecay { cooldown_frac: f64 },
-    /// Upstream #46: the stable phase's level rises with the batch size, `stage_max[k]` once
-    /// progress passes `stage_at[k - 1]` ((16/8)^0.6, (24/8)^0.6 at 0.33, 0.66); the cooldown
-    /// falls linearly from the current level to `min_lr_frac`.
-    StagedDecay { cooldown_frac: f64, stage_at: Vec<f64>, stage_max: Vec<f64> },
 }
 
 /// Which loader feeds training.
