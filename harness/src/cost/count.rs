@@ -275,7 +275,7 @@ mod tests {
     #[test]
     fn record_84_s_fp8_is_the_head_and_the_up_projection_s_forward() {
         let r = full_recipe("84.toml");
-        assert!(r.fp8_mlp.is_some() && r.fp8_head.is_some());
+        assert!(r.fp8_mlp.as_ref().is_some_and(|f| f.up) && r.fp8_head.is_some());
         let (w, tokens) = first_timed(&r);
         let (t, c, v) = (tokens as f64, r.n_embd as f64, r.padded_vocab_size as f64);
         let mlps = Shapes::of(&r).layers.iter().filter(|l| l.mlp).count() as f64;
