@@ -75,22 +75,18 @@ pub struct Recipe {
     // ---- techniques after #1 (recipe/techniques.rs); absent = off = record #1
     #[serde(default)]
     pub norm: norm::Kind, // src/model/norm.rs
-    /// x0 = norm(embedding) (upstream #8).
     #[serde(default)]
-    pub embed_norm: bool,
-    /// RMSNorm of q and k per head, before rotary (upstream #5, #6).
+    pub embed_norm: bool, // src/model/embed_norm.rs
     #[serde(default)]
-    pub qk_norm: bool,
+    pub qk_norm: bool, // src/model/qk_norm.rs
     #[serde(default)]
     pub activation: Activation,
     #[serde(default)]
     pub init: Init,
-    /// Output projections (attention out, MLP down) start at zero (upstream #5).
     #[serde(default)]
-    pub zero_proj: bool,
-    /// A separate, zero-initialised lm_head instead of the tied embedding (upstream #8).
+    pub zero_proj: bool, // src/model/zero_proj.rs
     #[serde(default)]
-    pub untied_head: bool,
+    pub untied_head: bool, // src/model/untied_head.rs
     pub head_embed: Option<head_embed::Section>, // src/model/head_embed.rs
     #[serde(default)]
     pub rotary: Option<Rotary>,
@@ -148,10 +144,8 @@ pub struct Recipe {
     /// attention lambdas, smear, backout, then one skip lambda instead of L skip slots.
     #[serde(default)]
     pub compact_scalars: bool,
-    /// The attention's output projection starts uniform like Q, K and V instead of at zero
-    /// (upstream #64; the MLP's c_proj keeps `zero_proj`).
     #[serde(default)]
-    pub uniform_attn_out: bool,
+    pub uniform_attn_out: bool, // src/model/uniform_attn_out.rs
     /// The QKV weights' uniform init bound, as a multiple of the MLP's (upstream #53: 2).
     #[serde(default)]
     pub qkv_init_mul: Option<f64>,
@@ -171,9 +165,8 @@ pub struct Recipe {
     /// Embedding tables are stored in bf16 on GPUs (upstream #18).
     #[serde(default)]
     pub bf16_embeddings: bool,
-    /// The softmax runs over every padded logit, not just the first vocab_size (upstream #5 on).
     #[serde(default)]
-    pub loss_over_padding: bool,
+    pub loss_over_padding: bool, // src/model/loss_over_padding.rs
     #[serde(default)]
     pub loader: Loader,
     /// Act 1's loader (a1): the train shards read in order as one stream, each step taking the

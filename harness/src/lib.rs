@@ -23,22 +23,28 @@ pub mod trainer {
         pub mod attn_gate;
         pub mod backout;
         pub mod bigram_hash;
+        pub mod embed_norm;
         pub mod fp8_head;
         pub mod fp8_mlp;
         pub mod head_embed;
         pub mod key_offset;
+        pub mod loss_over_padding;
         pub mod mtp;
         pub mod norm;
         pub mod parallel_residuals;
+        pub mod qk_norm;
         pub mod sa_lambdas;
         pub mod single_skip;
         pub mod smear;
         pub mod unet;
+        pub mod uniform_attn_out;
+        pub mod untied_head;
         pub mod value_embed;
         pub mod value_gate;
         pub mod windows;
         pub mod x0_lambdas;
         pub mod yarn;
+        pub mod zero_proj;
     }
     pub mod optim {
         pub mod adam_betas;

@@ -2,7 +2,7 @@
 //! learned positions added to it, or upstream #8's RMSNorm of it (positions then come from
 //! rotary inside attention), after upstream #34's smear when the recipe has it.
 use super::builder::Builder;
-use super::norm::rms_norm;
+use super::embed_norm;
 use super::params::{Group, ParamSet};
 use super::smear::Smear;
 use crate::recipe::Init;
@@ -114,7 +114,7 @@ impl Embedding {
             x = s.forward(&x, bank);
         }
         match self.norm_eps {
-            Some(eps) => rms_norm(&x, eps),
+            Some(eps) => embed_norm::x0(&x, eps),
             None => x,
         }
     }

@@ -11,6 +11,7 @@
 //! ```
 //! Scaling by the max keeps every value within e4m3fn's ±448, so the casts cannot overflow.
 use crate::recipe::registry::{technique, Older, Technique};
+use crate::recipe::Recipe;
 use serde::{Deserialize, Serialize};
 #[cfg(not(recipe_only))]
 use {
@@ -33,6 +34,11 @@ pub const TECHNIQUE: Technique = Technique {
     older: &[("fp8_mlp_up", Older::Field("up"))],
     ..technique("fp8_mlp", &[84], &["tall_matrices", "activation"])
 };
+
+/// Whether the recipe runs the up-projection in FP8 (the trainer's MLP and the time model ask).
+pub fn up(r: &Recipe) -> bool {
+    r.fp8_mlp.as_ref().is_some_and(|f| f.up)
+}
 
 /// e4m3fn's largest finite value.
 #[cfg(not(recipe_only))]

@@ -16,9 +16,11 @@
 use super::builder::Builder;
 use super::embedding::Embedding;
 use super::fp8_head::{fp8_linear, Fp8Scales};
+use super::loss_over_padding;
 use super::mtp;
 use super::norm::Norm;
 use super::softcap::{softcap, softcap_in};
+use super::untied_head;
 use crate::recipe::Softcap;
 use anyhow::Result;
 use tch::{Kind, Tensor};
@@ -43,10 +45,10 @@ impl Head {
         let norm = Norm::new(&mut b.ps, "ln_f", b.c, (r.norm, r.ln_eps), b.g.vector);
         let weight = match (shared, r.untied_head) {
             (Some(w), _) => w,
-            (None, true) => b.ps.zeros("lm_head", &[b.vp, b.c], b.g.head),
+            (None, true) => untied_head::weight(b),
             (None, false) => embed.table(),
         };
-        let vocab = (!r.loss_over_padding).then_some(r.vocab_size as i64);
+        let vocab = loss_over_padding::softmax_width(r);
         let mut head = Head::new(norm, weight, vocab, b.compute);
         if let Some(f) = &r.fp8_head {
             let mut scales = Fp8Scales::for_width(r.n_embd, f.w_scale, f.grad_scale);

@@ -8,7 +8,7 @@
 //! activations instead of three. The math and the saved tensors are the same, so ours stays
 //! libtorch's linear, relu and square, and autograd saves what it needs (pre's relu, post).
 use super::builder::Builder;
-use super::fp8_mlp::fp8_up_projection;
+use super::fp8_mlp::{self, fp8_up_projection};
 use super::params::{Group, ParamSet};
 use anyhow::Result;
 use tch::Tensor;
@@ -27,7 +27,7 @@ impl Relu2Mlp {
         let r = b.r;
         let shape = (r.zero_proj, r.tall_matrices);
         let m = Relu2Mlp::new(&mut b.ps, name, b.c, b.bound, shape, (b.g.c_fc, b.g.c_proj));
-        if r.fp8_mlp.as_ref().is_some_and(|f| f.up) {
+        if fp8_mlp::up(r) {
             m.with_fp8_up()
         } else {
             m

@@ -13,11 +13,12 @@ use super::attend::{attend, Docs, Pattern};
 use super::attn_gate::AttnGate;
 use super::builder::Builder;
 use super::key_offset;
-use super::norm::rms_norm;
 use super::paired_heads;
 use super::params::{Group, ParamSet};
+use super::qk_norm;
 use super::rotary::Rotary;
 use super::sa_lambdas::LayerLambdas;
+use super::uniform_attn_out::zero_attn_out;
 use super::value_gate::ValueGate;
 use super::yarn::Yarn;
 use anyhow::Result;
@@ -131,8 +132,7 @@ impl WindowedAttention {
             n_head: r.n_head as i64,
             // Upstream #53's QKV init is twice the bound (its README says halved; the code wins).
             bound: b.bound * r.qkv_init_mul.unwrap_or(1.0),
-            // Upstream #64 draws W_O with Q, K and V.
-            zero_proj: r.zero_proj && !r.uniform_attn_out,
+            zero_proj: zero_attn_out(r),
             tall: r.tall_matrices,
             key_offset: r.key_offset.is_some(),
             key_offset_half: r.key_offset.as_ref().is_some_and(|k| k.half),
@@ -204,7 +204,7 @@ impl WindowedAttention {
         let qkv = qkv.view([b, t, 3, nh, hd]);
         let (mut q, mut k, mut v) = (qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2)); // [B, T, H, D]
         if let Some(eps) = self.qk_norm {
-            (q, k) = (rms_norm(&q, eps), rms_norm(&k, eps));
+            (q, k) = qk_norm::apply(&q, &k, eps);
         }
         let ve = ve.map(|ve| ve.view([b, t, nh, hd])); // [B, T, H, D]
         let ve = match (&self.ve_gate, ve) {

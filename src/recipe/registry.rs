@@ -89,10 +89,6 @@ const fn act1(
     Technique { key, records: &[], act1: steps, needs: &[], excludes, lab: Lab::Same, older: &[] }
 }
 
-/// Windows, rotary, QK-norm, value embeddings, the gate, x0 lambdas and U-net skips are parts
-/// of the modern attention block (`attn_layers`) and the residual stream around it.
-const MODERN: &[&str] = &["attn_layers"];
-
 pub const REGISTRY: &[Technique] = &[
     // Record #1 (llm.c's GPT-2 small).
     base("vocab_size", Lab::Table),
@@ -124,12 +120,12 @@ pub const REGISTRY: &[Technique] = &[
     base("seed", Lab::Kept),
     // The modern speedrun, upstream #2-#29.
     model::norm::TECHNIQUE,
-    technique("embed_norm", &[8], &[]),
-    technique("qk_norm", &[5, 6], MODERN),
+    model::embed_norm::TECHNIQUE,
+    model::qk_norm::TECHNIQUE,
     Technique { act1: &[1, 2, 3, 4, 5, 6], ..technique("activation", &[5], &[]) },
     Technique { act1: &[1, 2, 3, 4, 5, 6], ..technique("init", &[19], &[]) },
-    technique("zero_proj", &[5], &[]),
-    technique("untied_head", &[8], &[]),
+    model::zero_proj::TECHNIQUE,
+    model::untied_head::TECHNIQUE,
     model::head_embed::TECHNIQUE,
     Technique { act1: &[2, 3, 4, 5, 6], ..technique("rotary", &[2, 17, 58], &[]) },
     model::x0_lambdas::TECHNIQUE,
@@ -148,7 +144,7 @@ pub const REGISTRY: &[Technique] = &[
     },
     Technique { lab: Lab::Layers, ..technique("mlp_layers", &[30, 35], &[]) },
     model::windows::TECHNIQUE,
-    technique("attn_scale", &[20, 31], MODERN),
+    technique("attn_scale", &[20, 31], &["attn_layers"]),
     model::yarn::TECHNIQUE,
     model::attn_gate::TECHNIQUE,
     model::value_gate::TECHNIQUE,
@@ -159,7 +155,7 @@ pub const REGISTRY: &[Technique] = &[
     model::parallel_residuals::TECHNIQUE,
     technique("compact_scalars", &[49], &[]),
     technique("qkv_init_mul", &[53], &["attn_layers"]),
-    technique("uniform_attn_out", &[64], &["attn_layers", "zero_proj"]),
+    model::uniform_attn_out::TECHNIQUE,
     model::mtp::TECHNIQUE,
     model::smear::TECHNIQUE,
     model::backout::TECHNIQUE,
@@ -167,7 +163,7 @@ pub const REGISTRY: &[Technique] = &[
     model::fp8_head::TECHNIQUE,
     model::fp8_mlp::TECHNIQUE,
     technique("bf16_embeddings", &[18], &[]),
-    Technique { act1: &[1, 2, 3, 4, 5, 6], ..technique("loss_over_padding", &[5], &[]) },
+    model::loss_over_padding::TECHNIQUE,
     technique("bf16_loss", &[37], &[]),
     technique("loader", &[26, 29], &["attn_layers", "val_seq_len"]),
     Technique { lab: Lab::ValTokens, ..technique("val_seq_len", &[29], &["loader"]) },

@@ -3,6 +3,7 @@
 //! work, the optimizer's, and what each rank sends. Nothing here is entered per record: a
 //! record's count moves only where one of its recipe keys does.
 use super::attention;
+use crate::trainer::model::fp8_mlp;
 use crate::trainer::optim::schedule::Plan;
 use crate::trainer::recipe::{Loader, Recipe};
 use serde::Serialize;
@@ -109,7 +110,7 @@ pub fn step(r: &Recipe, s: &Shapes, plan: &Plan) -> Work {
         }
         if layer.mlp {
             let up = mm(c, 4.0 * c);
-            let fp8 = if r.fp8_mlp.as_ref().is_some_and(|f| f.up) { up / 3.0 } else { 0.0 };
+            let fp8 = if fp8_mlp::up(r) { up / 3.0 } else { 0.0 };
             w.matmul_fp8_flops += fp8;
             w.matmul_bf16_flops += up - fp8 + mm(4.0 * c, c);
         }
@@ -275,7 +276,7 @@ mod tests {
     #[test]
     fn record_84_s_fp8_is_the_head_and_the_up_projection_s_forward() {
         let r = full_recipe("84.toml");
-        assert!(r.fp8_mlp.as_ref().is_some_and(|f| f.up) && r.fp8_head.is_some());
+        assert!(fp8_mlp::up(&r) && r.fp8_head.is_some());
         let (w, tokens) = first_timed(&r);
         let (t, c, v) = (tokens as f64, r.n_embd as f64, r.padded_vocab_size as f64);
         let mlps = Shapes::of(&r).layers.iter().filter(|l| l.mlp).count() as f64;
