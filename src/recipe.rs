@@ -8,7 +8,8 @@
 //! (`bigram_hash::Section`, with its registry entry); its field here is one line, absent = off.
 use crate::model::{
     attn_gate, backout, bigram_hash, fp8_head, fp8_mlp, head_embed, key_offset, mtp, norm,
-    parallel_residuals, sa_lambdas, single_skip, smear, value_embed, value_gate, windows, yarn,
+    parallel_residuals, precision, sa_lambdas, single_skip, smear, value_embed, value_gate,
+    windows, yarn,
 };
 use crate::optim::{adam_betas, cautious_adam, lr_mul, lr_schedule, muon, scalar_adam, wd_mul};
 use anyhow::{bail, ensure, Context, Result};
@@ -94,34 +95,14 @@ pub struct Recipe {
     pub x0_lambdas: bool, // src/model/x0_lambdas.rs
     #[serde(default)]
     pub unet: bool, // src/model/unet.rs
-    /// The U-net skip weights pass through a sigmoid, from this raw init (upstream #32: -1.5,
-    /// so each skip starts at σ(-1.5) = 0.18).
     #[serde(default)]
-    pub skip_gate: Option<f64>,
+    pub skip_gate: Option<f64>, // src/model/skip_gate.rs
     pub single_skip: Option<single_skip::Section>, // src/model/single_skip.rs
-    /// The x0 lambdas (λ1) are their own parameter in the main Adam, not in the scalar bank
-    /// (upstream #52).
     #[serde(default)]
-    pub x0_lambdas_apart: bool,
-    /// The block lambdas' (λ0, λ1) init is (this, 0) instead of (1, 0) (upstream #45: 1.1);
-    /// with parallel_residuals each sublayer's starts at its square root (upstream #73).
+    pub x0_lambdas_apart: bool, // src/model/x0_lambdas_apart.rs
     #[serde(default)]
-    pub block_lambda_init: Option<f64>,
-    /// Rotary tables and the rotation in the compute kind (bf16 on CUDA; upstream #32).
-    #[serde(default)]
-    pub bf16_rotary: bool,
-    /// Training's softcap and cross-entropy on the compute kind's logits (bf16 on CUDA) instead
-    /// of fp32 ones (upstream #37); evaluation stays fp32.
-    #[serde(default)]
-    pub bf16_loss: bool,
-    /// The lm_head and the attention gates stored in bf16 on CUDA, as every nn.Linear is from
-    /// upstream #32 (the block matrices stay fp32 master weights).
-    #[serde(default)]
-    pub bf16_linears: bool,
-    /// Adam's moments in bf16 whatever the parameter's dtype, on CUDA (upstream #32; the CPU
-    /// lab keeps fp32).
-    #[serde(default)]
-    pub bf16_adam_state: bool,
+    pub block_lambda_init: Option<f64>, // src/model/block_lambda_init.rs
+    pub precision: Option<precision::Section>,     // src/model/precision.rs
     /// Attention per layer: 'L' long window, 'S' short, 'P' short with paired heads
     /// (upstream #58; src/model/paired_heads.rs), '-' none (upstream #17, #20).
     #[serde(default)]
@@ -131,40 +112,31 @@ pub struct Recipe {
     #[serde(default)]
     pub mlp_layers: Option<String>,
     pub windows: Option<windows::Section>, // src/model/windows.rs
-    /// Softmax scale instead of 1/sqrt(head_dim) (upstream #20); with YaRN, its start.
     #[serde(default)]
-    pub attn_scale: Option<f64>,
-    pub yarn: Option<yarn::Section>, // src/model/yarn.rs
-    /// QKVO and MLP weights stored tall, [4C, C], as upstream #48 stores them: Muon's
-    /// √(rows/cols) then gives them twice the lr, and NorMuon's moments are per row.
+    pub attn_scale: Option<f64>, // src/model/attn_scale.rs
+    pub yarn: Option<yarn::Section>,       // src/model/yarn.rs
     #[serde(default)]
-    pub tall_matrices: bool,
+    pub tall_matrices: bool, // src/model/tall_matrices.rs
     pub key_offset: Option<key_offset::Section>, // src/model/key_offset.rs
-    /// The scalar bank relaid out (upstream #49): all resid lambdas, all x0 lambdas, the
-    /// attention lambdas, smear, backout, then one skip lambda instead of L skip slots.
     #[serde(default)]
-    pub compact_scalars: bool,
+    pub compact_scalars: bool, // src/model/compact_scalars.rs
     #[serde(default)]
     pub uniform_attn_out: bool, // src/model/uniform_attn_out.rs
-    /// The QKV weights' uniform init bound, as a multiple of the MLP's (upstream #53: 2).
     #[serde(default)]
-    pub qkv_init_mul: Option<f64>,
+    pub qkv_init_mul: Option<f64>, // src/model/qkv_init_mul.rs
     #[serde(default)]
     pub sa_lambdas: sa_lambdas::Place, // src/model/sa_lambdas.rs
-    pub smear: Option<smear::Section>,         // src/model/smear.rs
+    pub smear: Option<smear::Section>,     // src/model/smear.rs
     pub attn_gate: Option<attn_gate::Section>, // src/model/attn_gate.rs
     pub value_embed: Option<value_embed::Section>, // src/model/value_embed.rs
     pub value_gate: Option<value_gate::Section>, // src/model/value_gate.rs
     pub parallel_residuals: Option<parallel_residuals::Section>, // src/model/parallel_residuals.rs
     pub bigram_hash: Option<bigram_hash::Section>, // src/model/bigram_hash.rs
-    pub backout: Option<backout::Section>,     // src/model/backout.rs
+    pub backout: Option<backout::Section>, // src/model/backout.rs
     #[serde(default)]
     pub softcap: Option<Softcap>,
     pub fp8_head: Option<fp8_head::Section>, // src/model/fp8_head.rs
     pub fp8_mlp: Option<fp8_mlp::Section>,   // src/model/fp8_mlp.rs
-    /// Embedding tables are stored in bf16 on GPUs (upstream #18).
-    #[serde(default)]
-    pub bf16_embeddings: bool,
     #[serde(default)]
     pub loss_over_padding: bool, // src/model/loss_over_padding.rs
     #[serde(default)]
@@ -224,32 +196,18 @@ pub struct Recipe {
     pub muon_classic: Option<MuonClassic>,
     pub lr_mul: Option<lr_mul::Section>, // src/optim/lr_mul.rs
     pub wd_mul: Option<wd_mul::Section>, // src/optim/wd_mul.rs
-    /// The attention and value-embedding gates go to Adam (lr_mul 1, decaying) instead of
-    /// Muon (upstream #56).
     #[serde(default)]
-    pub gates_in_adam: bool,
+    pub gates_in_adam: bool, // src/optim/gates_in_adam.rs
     pub adam_betas: Option<adam_betas::Section>, // src/optim/adam_betas.rs
-    /// The block matrices (QKVO, c_fc, c_proj) stored in bf16 on CUDA, Muon updating their
-    /// fp32 value through a 16-bit mantissa buffer (upstream #57; src/optim/mantissa.rs).
     #[serde(default)]
-    pub bf16_matrices: bool,
-    /// Adam keeps its moments in fp32 whatever the parameter's dtype (upstream #56; before,
-    /// bf16 parameters had bf16 moments).
-    #[serde(default)]
-    pub adam_fp32_state: bool,
-    /// Adam steps on every n-th step only, its gradients summed over the steps between
-    /// (upstream #39: 2, on odd steps); Muon still steps every step.
-    #[serde(default)]
-    pub adam_every: Option<u64>,
+    pub adam_every: Option<u64>, // src/optim/adam_every.rs
     pub scalar_adam: Option<scalar_adam::Section>, // src/optim/scalar_adam.rs
-    pub mtp: Option<mtp::Section>,                 // src/model/mtp.rs
+    pub mtp: Option<mtp::Section>,       // src/model/mtp.rs
     pub cautious_adam: Option<cautious_adam::Section>, // src/optim/cautious_adam.rs
     #[serde(default)]
     pub lr_schedule: lr_schedule::Curve, // src/optim/lr_schedule.rs
-    /// Gradients of the loss summed over each reference rank's tokens (upstream's
-    /// reduction="sum"), not the mean; only Adam's eps feels the difference.
     #[serde(default)]
-    pub loss_sum: bool,
+    pub loss_sum: bool, // src/optim/loss_sum.rs
     /// The last steps run at the final lr and windows (upstream #35: 40): the schedules' clock
     /// ends `iteration_extension` steps early, its progress capped at 0.9999.
     #[serde(default)]
@@ -435,6 +393,7 @@ impl Recipe {
     /// and its values fit the model. Checked once, when the recipe is read.
     fn validate_techniques(&self) -> Result<()> {
         self.validate_registry()?;
+        precision::of(self).validate(self)?;
         self.validate_layers()?;
         self.validate_attention()?;
         self.validate_schedules()

@@ -7,6 +7,7 @@ mod common;
 use tch::{Kind, Tensor};
 use trainer::dist::{self, RankEnv};
 use trainer::model::params::{Opt, Role};
+use trainer::optim::adam_every;
 use trainer::optim::optimizer::Optimizer;
 use trainer::optim::schedule::Schedule;
 use trainer::recipe::Scale;
@@ -41,7 +42,7 @@ fn three_adam_steps_follow_each_parameters_upstream_betas() {
         // No weight decay, so the reference is Adam alone.
         let r = common::record_with(record, "weight_decay = 0.0", Scale::Lab);
         let (_gpt, params, _vs) = common::build(&r);
-        let adam_every = r.adam_every.unwrap_or(1);
+        let adam_every = adam_every::every(&r);
         let adam: Vec<(String, Tensor, f64)> = params
             .iter()
             .filter(|p| matches!(p.group.opt, Opt::Adam | Opt::ScalarAdam))

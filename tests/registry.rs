@@ -176,6 +176,23 @@ fn a_missing_dependency_names_the_keys() {
     }
 }
 
+/// Each precision choice needs what it acts on: record #1 has neither rotary nor Muon.
+#[test]
+fn a_precision_choice_without_what_it_acts_on_is_refused_by_name() {
+    for (choice, want) in [
+        ("rotary = true", "precision.rotary needs rotary"),
+        ("adam_state = \"fp32\"", "precision.adam_state needs muon"),
+        ("matrices = true", "precision.matrices needs muon"),
+    ] {
+        let text = format!("{}\n[recipe.precision]\n{choice}\n", manifest(1));
+        let err = format!("{:#}", Recipe::from_manifest_str(&text, Scale::Lab, None).unwrap_err());
+        assert!(err.contains(want), "{choice}: {err}");
+    }
+    let text = format!("{}\n[recipe.precision]\nembeddings = true\n", manifest(1));
+    let r = Recipe::from_manifest_str(&text, Scale::Lab, None).unwrap();
+    assert!(r.precision.is_some_and(|p| p.embeddings && !p.linears));
+}
+
 /// Record #29's schedule (spec §3, §5): windows (3, 7, 11) x 128 in three stages, the decay
 /// from step 919, the momentum reaching 0.95 at step 300.
 #[test]

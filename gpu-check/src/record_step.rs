@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 use tch::Kind;
 use trainer::dist::{self, RankEnv};
 use trainer::model::Ctx as Forward;
+use trainer::optim::adam_every;
 use trainer::optim::optimizer::Optimizer;
 use trainer::optim::schedule::Schedule;
 use trainer::recipe::Scale;
@@ -134,7 +135,7 @@ fn step(ctx: &Ctx, (n, manifest, upstream_ms, how): Record) -> Result<Vec<Row>> 
     let mut coll = dist::init(&RankEnv::single(), ctx.dev)?;
     let mut opt = Optimizer::new(params, &r, Kind::BFloat16)?;
     let schedule = Schedule::new(&r);
-    let period = r.adam_every.unwrap_or(1).max(1);
+    let period = adam_every::every(&r);
     let (mut losses, mut timed, mut n_docs) = (Vec::new(), Vec::new(), Vec::new());
     shim::reset_peak(ctx.dev)?;
     for step in stage_starts(&schedule) {

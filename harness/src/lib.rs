@@ -21,8 +21,11 @@ pub mod trainer {
     pub mod recipe;
     pub mod model {
         pub mod attn_gate;
+        pub mod attn_scale;
         pub mod backout;
         pub mod bigram_hash;
+        pub mod block_lambda_init;
+        pub mod compact_scalars;
         pub mod embed_norm;
         pub mod fp8_head;
         pub mod fp8_mlp;
@@ -32,10 +35,14 @@ pub mod trainer {
         pub mod mtp;
         pub mod norm;
         pub mod parallel_residuals;
+        pub mod precision;
         pub mod qk_norm;
+        pub mod qkv_init_mul;
         pub mod sa_lambdas;
         pub mod single_skip;
+        pub mod skip_gate;
         pub mod smear;
+        pub mod tall_matrices;
         pub mod unet;
         pub mod uniform_attn_out;
         pub mod untied_head;
@@ -43,12 +50,16 @@ pub mod trainer {
         pub mod value_gate;
         pub mod windows;
         pub mod x0_lambdas;
+        pub mod x0_lambdas_apart;
         pub mod yarn;
         pub mod zero_proj;
     }
     pub mod optim {
         pub mod adam_betas;
+        pub mod adam_every;
         pub mod cautious_adam;
+        pub mod gates_in_adam;
+        pub mod loss_sum;
         pub mod lr_mul;
         pub mod lr_schedule;
         pub mod muon;

@@ -104,7 +104,7 @@ fn each_recipe_key_moves_only_its_own_work() {
     assert!(close(m[0].1, 6.0 / 5.0), "{m:?}");
 
     // Embeddings kept in fp32: only what the ranks send.
-    let m = moved(&base, &cost_29_with("bf16_embeddings", "bf16_embeddings = false"));
+    let m = moved(&base, &cost_29_with("precision", "[recipe.precision]\nembeddings = false"));
     assert_eq!(names(&m), ["comm_bytes"]);
 
     // A bf16 head instead of FP8: the head's FLOPs change dtype, the total stays.

@@ -41,16 +41,19 @@ fn the_rows_of_38_add_up_from_29_and_give_each_upstream_records_recipe() {
     assert!(at_37["muon"].get("orthogonalizer").is_none());
 }
 
+/// #37's row: the training loss on bf16 logits joins #32's precision.
+const ROW_37: &str = "[upstream.recipe]\nprecision = { embeddings = true, linears = true, rotary = true, adam_state = \"bf16\", loss = true }";
+
 #[test]
 fn a_row_that_misses_a_key_is_named_with_the_key() {
-    let (_dir, m) = edited_38("[upstream.recipe]\nbf16_loss = true\n", "same_math = \"x\"\n");
+    let (_dir, m) = edited_38(ROW_37, "same_math = \"x\"\n");
     let err = check(&load(29), &m).unwrap_err();
-    assert!(err.contains("`bf16_loss`") && err.contains("set by no row, so #29's"), "{err}");
+    assert!(err.contains("`precision`") && err.contains("set last by #32's row"), "{err}");
 }
 
 #[test]
 fn a_row_with_neither_keys_nor_a_reason_and_a_wrong_step_count_are_refused() {
-    let (_dir, m) = edited_38("[upstream.recipe]\nbf16_loss = true\n", "");
+    let (_dir, m) = edited_38(ROW_37, "");
     let err = check(&load(29), &m).unwrap_err();
     assert!(err.contains("upstream #37 sets no recipe key; say why in same_math"), "{err}");
     let (_dir, m) =

@@ -6,7 +6,7 @@
 //! per row: it reads the bf16 logits once, softcaps and takes the log-sum-exp in fp32, and its
 //! backward recomputes the sigmoid instead of saving the [N, V] softcapped logits. Before it
 //! (from #37) training's softcap and cross-entropy ran in bf16. Ours is the same math in libtorch
-//! ops: with `bf16_loss` off the logits go to fp32 before the softcap.
+//! ops: with `precision.loss` off the logits go to fp32 before the softcap.
 //!
 //! Upstream #75 reorders the kernel's arithmetic: the same values up to rounding.
 //! Upstream #79 computes the loss and the logits' gradient in one pass in the forward, with two
@@ -19,6 +19,7 @@ use super::fp8_head::{fp8_linear, Fp8Scales};
 use super::loss_over_padding;
 use super::mtp;
 use super::norm::Norm;
+use super::precision;
 use super::softcap::{softcap, softcap_in};
 use super::untied_head;
 use crate::recipe::Softcap;
@@ -58,7 +59,7 @@ impl Head {
         if let Some(s) = &r.softcap {
             head = head.with_softcap(s.clone());
         }
-        if r.bf16_loss {
+        if precision::of(r).loss {
             head = head.with_low_precision_loss();
         }
         head

@@ -1,5 +1,5 @@
 //! The input embedding reads the lm_head's weight (upstream #51), not record #1's tie: the
-//! parameter is the head's (its group: lr multiplier 1, bf16 with bf16_linears), made before
+//! parameter is the head's (its group: lr multiplier 1, bf16 with precision.linears), made before
 //! every other parameter and initialised N(0, init_std) instead of at zero. Upstream #53 unties
 //! them again late in training (src/optim/untie.rs; the step plan says when).
 use crate::recipe::registry::{technique, Technique};

@@ -14,6 +14,7 @@ use crate::recipe::registry::{technique, Technique};
 use serde::{Deserialize, Serialize};
 #[cfg(not(recipe_only))]
 use {
+    super::block_lambda_init,
     super::builder::Builder,
     super::params::{Group, ParamSet},
     tch::{nn, Tensor},
@@ -57,7 +58,7 @@ impl ParallelResiduals {
     pub fn build(b: &mut Builder) -> Option<ParallelResiduals> {
         let r = b.r;
         r.parallel_residuals.as_ref()?;
-        let resid = r.block_lambda_init.unwrap_or(1.0).sqrt();
+        let resid = block_lambda_init::lambda0(r).sqrt();
         let bigram = r.bigram_hash.as_ref().map_or(0.0, |h| h.lambda);
         let groups = (b.g.lambdas, b.g.resid_lambdas);
         Some(ParallelResiduals::new(&mut b.ps, b.l as i64, Inits { resid, bigram }, groups))

@@ -2,6 +2,7 @@
 //! Kaiming-uniform; llm.c draws N(0, 0.02)) and tagged at creation with their [`Group`]: which
 //! optimizer updates them, the lr multiplier, weight decay and storage dtype. Nothing downstream
 //! routes a parameter by its name.
+use super::precision;
 use crate::recipe::Recipe;
 use tch::{nn, Kind, Tensor};
 
@@ -98,7 +99,7 @@ pub struct Groups {
     pub c_fc: Group,
     pub c_proj: Group,
     /// The small gates' matrices (attention and value-embedding gates): Muon (Adam from
-    /// upstream #56), bf16 on CUDA with bf16_linears.
+    /// upstream #56), bf16 on CUDA with precision.linears.
     pub gate: Group,
     /// The skip's gate on x0 (upstream #55): Adam, its own lr multiplier, no decay.
     pub skip_gate: Group,
@@ -158,8 +159,9 @@ impl Groups {
     fn upstream(r: &Recipe) -> Groups {
         // Upstream's optimizers decay every parameter (with weight_decay 0 until #46).
         let mul = |f: fn(&_) -> f64| r.lr_mul.as_ref().map_or(1.0, f);
-        let embed_storage = if r.bf16_embeddings { Storage::Bf16OnCuda } else { Storage::Fp32 };
-        let linear_storage = if r.bf16_linears { Storage::Bf16OnCuda } else { Storage::Fp32 };
+        let precision = precision::of(r);
+        let embed_storage = if precision.embeddings { Storage::Bf16OnCuda } else { Storage::Fp32 };
+        let linear_storage = if precision.linears { Storage::Bf16OnCuda } else { Storage::Fp32 };
         // Upstream #55 decays the value embeddings 5x and the head (with the embedding) 150x.
         let wd = r.wd_mul.as_ref();
         // Upstream #57's betas per kind of parameter.
@@ -231,7 +233,10 @@ impl Groups {
     /// The block matrices' groups, Muon's: hidden, QKVO, c_fc, c_proj.
     fn muon_matrices(r: &Recipe) -> [Group; 4] {
         // Upstream #57 stores the block matrices in bf16 too (Muon keeps their mantissas).
-        let storage = if r.bf16_matrices { Storage::Bf16OnCuda } else { Storage::Fp32 };
+        let storage = match precision::of(r).matrices {
+            true => Storage::Bf16OnCuda,
+            false => Storage::Fp32,
+        };
         // Upstream #80: Q and K by head pairs of 2·head_dim rows.
         let qkvo_role = match r.muon.as_ref().is_some_and(|m| m.qk_head_pairs) {
             true => Role::QkPairs(2 * (r.n_embd / r.n_head) as i64),

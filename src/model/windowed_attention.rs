@@ -11,11 +11,14 @@
 //! - a sparse gate per head and token (upstream #28; attn_gate.rs).
 use super::attend::{attend, Docs, Pattern};
 use super::attn_gate::AttnGate;
+use super::attn_scale;
 use super::builder::Builder;
 use super::key_offset;
 use super::paired_heads;
 use super::params::{Group, ParamSet};
+use super::precision;
 use super::qk_norm;
+use super::qkv_init_mul;
 use super::rotary::Rotary;
 use super::sa_lambdas::LayerLambdas;
 use super::uniform_attn_out::zero_attn_out;
@@ -82,11 +85,11 @@ impl Rope {
         let paired = r.attn_layers.as_ref().is_some_and(|a| a.contains('P'));
         let longest = if paired { 2 * longest } else { longest };
         let head_dim = b.c / r.n_head as i64;
-        let kind = if r.bf16_rotary { b.compute } else { Kind::Float };
+        let kind = if precision::of(r).rotary { b.compute } else { Kind::Float };
         Some(match (&r.yarn, &r.windows) {
             (Some(y), Some(w)) => {
                 let first = (w.schedule[0] * w.block) as i64;
-                let start = (first, r.attn_scale.unwrap_or(1.0 / (head_dim as f64).sqrt()));
+                let start = (first, attn_scale::softmax_scale(r, head_dim));
                 let freqs = Rotary::freqs(rot, head_dim);
                 let yarn = Yarn::new(y, freqs, start, (longest, b.dev, kind));
                 Rope::Yarn(yarn.with_interleaved(rot.interleaved))
@@ -130,8 +133,7 @@ impl WindowedAttention {
         let cfg = WindowedConfig {
             n_embd: b.c,
             n_head: r.n_head as i64,
-            // Upstream #53's QKV init is twice the bound (its README says halved; the code wins).
-            bound: b.bound * r.qkv_init_mul.unwrap_or(1.0),
+            bound: qkv_init_mul::bound(r, b.bound),
             zero_proj: zero_attn_out(r),
             tall: r.tall_matrices,
             key_offset: r.key_offset.is_some(),

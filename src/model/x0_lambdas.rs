@@ -7,6 +7,7 @@
 use crate::recipe::registry::{technique, Technique};
 #[cfg(not(recipe_only))]
 use {
+    super::block_lambda_init,
     super::builder::Builder,
     super::scalars::{ScalarBank, Slot},
     tch::Tensor,
@@ -51,7 +52,7 @@ impl X0Lambdas {
             (false, true) => Layout::Split,
             (false, false) => Layout::Pairs,
         };
-        let lambda0 = r.block_lambda_init.unwrap_or(1.0) as f32;
+        let lambda0 = block_lambda_init::lambda0(r) as f32;
         r.x0_lambdas.then(|| X0Lambdas::new(&mut b.scalars, b.l, lambda0, layout))
     }
 

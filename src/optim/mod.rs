@@ -1,9 +1,12 @@
 //! Optimizers and learning-rate schedules.
 pub mod adam_betas;
+pub mod adam_every;
 pub mod adamw;
 pub mod cautious_adam;
 pub mod cautious_wd;
 pub mod dist_adam;
+pub mod gates_in_adam;
+pub mod loss_sum;
 pub mod lr_mul;
 pub mod lr_schedule;
 pub mod mantissa;

@@ -5,6 +5,7 @@
 //! #52 the scalar bank has an Adam of its own with smoother betas, paused for a while after each
 //! change of windows or batch (its gradients dropped, its moments kept), so the scalars do not
 //! chase the jump in the loss.
+use super::adam_every;
 use super::adamw::{clip_factor, AdamW};
 use super::dist_adam::{AdamConfig, DistAdam};
 use super::muon::{Muon, Storage};
@@ -13,6 +14,7 @@ use super::param_table::ParamRow;
 use super::schedule::Plan;
 use crate::dist::{Collectives, Op};
 use crate::model::params::{Opt, Param};
+use crate::model::precision::{self, AdamState};
 use crate::recipe::Recipe;
 use anyhow::{bail, Result};
 use tch::{Kind, Tensor};
@@ -74,15 +76,16 @@ impl Optimizer {
         if let Some(p) = rest.iter().find(|p| p.group.opt != Opt::Adam) {
             bail!("optimizer: {} is for {:?}; with muon the rest is Adam's", p.name, p.group.opt);
         }
+        let adam_state = precision::of(r).adam_state;
         let adam = AdamConfig {
             lr: r.lr,
             beta1: r.beta1,
             beta2: r.beta2,
             eps: r.eps,
             weight_decay: r.weight_decay,
-            bf16_state: r.bf16_adam_state && compute == Kind::BFloat16,
+            bf16_state: adam_state == Some(AdamState::Bf16) && compute == Kind::BFloat16,
             cautious: r.cautious_adam.map(|c| c.mask),
-            fp32_state: r.adam_fp32_state,
+            fp32_state: adam_state == Some(AdamState::Fp32),
         };
         let scalars = match r.scalar_adam.as_ref().map(|s| s.betas) {
             Some([beta1, beta2]) => {
@@ -94,13 +97,13 @@ impl Optimizer {
                 scalars[0].name
             ),
         };
-        let storage = Storage { mantissa: r.bf16_matrices, kind: compute };
+        let storage = Storage { mantissa: precision::of(r).matrices, kind: compute };
         Ok(Optimizer::MuonAdam {
             adam: DistAdam::new(rest, adam)?,
             scalars,
             muon: Box::new(Muon::new(hidden, m, storage)?),
             lr: r.lr,
-            adam_every: r.adam_every.unwrap_or(1).max(1),
+            adam_every: adam_every::every(r),
         })
     }
 

@@ -16,6 +16,9 @@ pub fn flatten(recipe: &mut Table) {
             let value = match from {
                 Older::Field(field) => section.get(field).cloned(),
                 Older::On => Some(Value::Boolean(true)),
+                Older::Is(field, choice) => {
+                    Some(Value::Boolean(section.get(field).and_then(Value::as_str) == Some(choice)))
+                }
             };
             // A key that is off stays absent, as every key after #1 means off when absent: a
             // tree older than the key would not know it.
@@ -63,6 +66,18 @@ mod tests {
         assert_eq!(recipe["lr"].as_float(), Some(0.1));
         assert_eq!(flat["lab"]["steps"].as_integer(), Some(3));
         assert_eq!(flat["record"]["number"].as_integer(), Some(40));
+    }
+
+    #[test]
+    fn a_choice_writes_the_switch_of_its_value_and_leaves_the_others_absent() {
+        let text = "[precision]\nembeddings = true\nadam_state = \"fp32\"\nloss = false\n";
+        let mut recipe: Table = toml::from_str(text).unwrap();
+        flatten(&mut recipe);
+        let on = |k: &str| recipe.get(k) == Some(&Value::Boolean(true));
+        assert!(on("bf16_embeddings") && on("adam_fp32_state"), "{recipe:?}");
+        for off in ["bf16_adam_state", "bf16_loss", "bf16_linears", "precision"] {
+            assert_eq!(recipe.get(off), None, "{off}: #62's tree reads it absent, as off");
+        }
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! work, the optimizer's, and what each rank sends. Nothing here is entered per record: a
 //! record's count moves only where one of its recipe keys does.
 use super::attention;
-use crate::trainer::model::fp8_mlp;
-use crate::trainer::optim::schedule::Plan;
+use crate::trainer::model::{fp8_mlp, precision};
+use crate::trainer::optim::{adam_every, schedule::Plan};
 use crate::trainer::recipe::{Loader, Recipe};
 use serde::Serialize;
 
@@ -209,14 +209,14 @@ fn optimizer(r: &Recipe, s: &Shapes, w: &mut Work) {
     // Adam sharded over the ranks with Muon's records (#24's reduce-scatter), replicated in
     // llm.c's; every n-th step only with #39's.
     let adam_share = if r.muon.is_some() { 1.0 / ranks } else { 1.0 };
-    let adam_every = r.adam_every.unwrap_or(1) as f64;
+    let adam_every = adam_every::every(r) as f64;
     w.optimizer_bytes =
         adam_params * ADAM_BYTES * adam_share / adam_every + muon_params * MUON_BYTES / ranks;
     // Ring reduce-scatter and all-gather: each sends (R − 1)/R of the gradient and the
     // parameters, in the storage dtype.
     let grad_bytes = |bf16: bool| if bf16 { 2.0 } else { 4.0 };
-    let bytes =
-        matrix_params * grad_bytes(r.bf16_matrices) + other_params * grad_bytes(r.bf16_embeddings);
+    let p = precision::of(r);
+    let bytes = matrix_params * grad_bytes(p.matrices) + other_params * grad_bytes(p.embeddings);
     w.comm_bytes = 2.0 * (ranks - 1.0) / ranks * bytes;
 }
 

@@ -229,17 +229,17 @@ pub fn changed(catalog: &Catalog, n: RecordId, first: bool) -> (String, bool) {
 
 /// Whether `m` runs what `prev` runs at lab scale at `steps`: the trainer's own reading of both
 /// recipes (the lab rule, schedules on the budget, patterns resampled to the lab's layers) is
-/// equal but for the seed (the walk sets it) and the `bf16_*` choices (the CPU lab is fp32).
+/// equal but for the seed (the walk sets it) and the `precision` choices (the CPU lab is fp32).
 pub fn same_at_lab(prev: &Manifest, m: &Manifest, steps: u64) -> Result<bool> {
     Ok(lab_reading(prev, steps)? == lab_reading(m, steps)?)
 }
 
-/// `m`'s recipe as its trainer reads it at lab scale at `steps`, without the seed and the bf16
-/// choices.
+/// `m`'s recipe as its trainer reads it at lab scale at `steps`, without the seed and the
+/// precision choices.
 fn lab_reading(m: &Manifest, steps: u64) -> Result<toml::Table> {
     let recipe = m.typed_recipe(crate::trainer::recipe::Scale::Lab, Some(steps))?;
     let mut table = toml::Table::try_from(&recipe)?;
-    table.retain(|k, _| k != "seed" && !k.starts_with("bf16_"));
+    table.retain(|k, _| k != "seed" && k != "precision");
     Ok(table)
 }
 
