@@ -8,6 +8,7 @@ use trainer::dist::single::Single;
 use trainer::model::head::Head;
 use trainer::model::norm::Norm;
 use trainer::model::params::{Group, Opt, Param, Role};
+use trainer::model::precision::AdamState;
 use trainer::model::softcap::{softcap, softcap_in};
 use trainer::optim::dist_adam::{AdamConfig, DistAdam};
 use trainer::optim::muon::{Muon, Orthogonalizer, Section, SplitProduct, Storage};
@@ -47,9 +48,8 @@ fn adam_moments_are_bf16_for_every_parameter_from_32() {
         beta2: 0.95,
         eps: 1e-10,
         weight_decay: 0.0,
-        bf16_state: true,
         cautious: None,
-        fp32_state: false,
+        state: Some(AdamState::Bf16),
     };
     let p0 = data(&[64, 4], 0.3);
     let scalars = param("scalars", p0.copy(), Group::new(Opt::Adam, 1.0));

@@ -35,16 +35,7 @@ fn param(name: &str, values: Tensor, lr_mul: f64) -> Param {
 
 /// Adam at lr 0.01, betas (0.8, 0.95), with plain weight decay.
 fn adam_cfg(eps: f64, weight_decay: f64) -> AdamConfig {
-    AdamConfig {
-        lr: 0.01,
-        beta1: 0.8,
-        beta2: 0.95,
-        eps,
-        weight_decay,
-        bf16_state: false,
-        cautious: None,
-        fp32_state: false,
-    }
+    AdamConfig { lr: 0.01, beta1: 0.8, beta2: 0.95, eps, weight_decay, cautious: None, state: None }
 }
 
 fn set_grad(p: &Param, g: &Tensor) {

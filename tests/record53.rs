@@ -155,9 +155,8 @@ fn the_untie_copies_the_head_and_its_adam_state() {
         beta2: 0.95,
         eps: 1e-8,
         weight_decay: 0.005,
-        bf16_state: false,
         cautious: Some(CautiousMask::AboveZero),
-        fp32_state: false,
+        state: None,
     };
     let (h, e) = (head.tensor.shallow_clone(), embed.tensor.shallow_clone());
     let mut adam = DistAdam::new(vec![head, embed], cfg).unwrap();

@@ -8,6 +8,7 @@ use trainer::model::attend::Docs;
 use trainer::model::bigram_hash::BigramHash;
 use trainer::model::paired_heads;
 use trainer::model::params::{Group, Groups, Opt, Param, ParamSet, Role};
+use trainer::model::precision::AdamState;
 use trainer::model::rotary::Rotary;
 use trainer::model::scalars::ScalarBank;
 use trainer::model::single_skip::SingleSkip;
@@ -111,9 +112,8 @@ fn adam_decay_scales_with_wd_mul() {
         beta2: 0.95,
         eps: 1e-10,
         weight_decay: 0.005,
-        bf16_state: false,
         cautious: Some(CautiousMask::AboveZero),
-        fp32_state: false,
+        state: None,
     };
     let mut adam = DistAdam::new(vec![param(1.0), param(150.0)], cfg).unwrap();
     for p in adam.params() {
@@ -161,9 +161,8 @@ fn adam_moments_are_fp32() {
         beta2: 0.95,
         eps: 1e-10,
         weight_decay: 0.0,
-        bf16_state: false,
         cautious: None,
-        fp32_state: true,
+        state: Some(AdamState::Fp32),
     };
     let mut adam = DistAdam::new(vec![p], cfg).unwrap();
     adam.step(&mut Single, 1.0).unwrap();
@@ -248,9 +247,8 @@ fn adam_uses_each_parameters_betas() {
         beta2: 0.95,
         eps: 1e-10,
         weight_decay: 0.0,
-        bf16_state: false,
         cautious: None,
-        fp32_state: true,
+        state: Some(AdamState::Fp32),
     };
     let mut adam = DistAdam::new(params, cfg).unwrap();
     let grads = [[0.3, -0.2, 0.05], [-0.1, 0.4, 0.05]];

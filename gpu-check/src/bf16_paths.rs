@@ -11,6 +11,7 @@ use trainer::dist::single::Single;
 use trainer::model::head::Head;
 use trainer::model::norm::Norm;
 use trainer::model::params::{Group, Opt, Param, Role};
+use trainer::model::precision::AdamState;
 use trainer::model::softcap::softcap;
 use trainer::optim::dist_adam::{AdamConfig, DistAdam};
 use trainer::optim::muon::{Muon, Orthogonalizer, Section, Storage};
@@ -43,9 +44,8 @@ fn adam_three_steps(dev: Device) -> Result<(Vec<Kind>, Tensor)> {
         beta2: 0.95,
         eps: 1e-10,
         weight_decay: 0.0,
-        bf16_state: true,
         cautious: None,
-        fp32_state: false,
+        state: Some(AdamState::Bf16),
     };
     let p = param(data(&[768, 768], 0.3, dev), Group::new(Opt::Adam, 1.0));
     let t = p.tensor.shallow_clone();
@@ -67,7 +67,7 @@ pub fn adam(ctx: &Ctx) -> Result<Vec<Row>> {
         "Adam's bf16 moments (#32-#55)",
         format!("moments {kinds:?}; fp32 param after 3 steps vs the CPU's: max |Δ| {diff:.2e}"),
         Status::judge(ok),
-        "DistAdam with bf16_state on an fp32 [768, 768] parameter (tests/bf16_paths.rs on the \
+        "DistAdam with its state in bf16 on an fp32 [768, 768] parameter (tests/bf16_paths.rs on the \
          CPU); ok: bf16 moments, the GPU's param within 1e-6 of the CPU's",
     )])
 }

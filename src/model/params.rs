@@ -29,6 +29,17 @@ pub enum Storage {
     Bf16OnCuda,
 }
 
+impl Storage {
+    /// A precision choice's storage: bf16 on CUDA when `bf16`, fp32 otherwise.
+    pub fn bf16_if(bf16: bool) -> Storage {
+        if bf16 {
+            Storage::Bf16OnCuda
+        } else {
+            Storage::Fp32
+        }
+    }
+}
+
 /// What an optimizer needs to know about a parameter beyond its shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -160,8 +171,8 @@ impl Groups {
         // Upstream's optimizers decay every parameter (with weight_decay 0 until #46).
         let mul = |f: fn(&_) -> f64| r.lr_mul.as_ref().map_or(1.0, f);
         let precision = precision::of(r);
-        let embed_storage = if precision.embeddings { Storage::Bf16OnCuda } else { Storage::Fp32 };
-        let linear_storage = if precision.linears { Storage::Bf16OnCuda } else { Storage::Fp32 };
+        let embed_storage = Storage::bf16_if(precision.embeddings);
+        let linear_storage = Storage::bf16_if(precision.linears);
         // Upstream #55 decays the value embeddings 5x and the head (with the embedding) 150x.
         let wd = r.wd_mul.as_ref();
         // Upstream #57's betas per kind of parameter.
@@ -233,10 +244,7 @@ impl Groups {
     /// The block matrices' groups, Muon's: hidden, QKVO, c_fc, c_proj.
     fn muon_matrices(r: &Recipe) -> [Group; 4] {
         // Upstream #57 stores the block matrices in bf16 too (Muon keeps their mantissas).
-        let storage = match precision::of(r).matrices {
-            true => Storage::Bf16OnCuda,
-            false => Storage::Fp32,
-        };
+        let storage = Storage::bf16_if(precision::of(r).matrices);
         // Upstream #80: Q and K by head pairs of 2·head_dim rows.
         let qkvo_role = match r.muon.as_ref().is_some_and(|m| m.qk_head_pairs) {
             true => Role::QkPairs(2 * (r.n_embd / r.n_head) as i64),

@@ -33,6 +33,7 @@ use super::cautious_adam::CautiousMask;
 use super::param_table::ParamRow;
 use crate::dist::{Collectives, Op};
 use crate::model::params::{Param, Role};
+use crate::model::precision::AdamState;
 use anyhow::{bail, ensure, Context, Result};
 use tch::{Kind, Tensor};
 
@@ -43,12 +44,10 @@ pub struct AdamConfig {
     pub beta2: f64,
     pub eps: f64,
     pub weight_decay: f64,
-    /// Moments in bf16 whatever the param's dtype (upstream #32); else in the param's dtype.
-    pub bf16_state: bool,
     /// Cautious, lr²-coupled weight decay (upstream #50; cautious_adam.rs).
     pub cautious: Option<CautiousMask>,
-    /// Moments in fp32 for every param (upstream #56); else in the param's dtype.
-    pub fp32_state: bool,
+    /// Every moment in one kind, bf16 (upstream #32) or fp32 (#56); None: each in its param's.
+    pub state: Option<AdamState>,
 }
 
 pub struct DistAdam {
@@ -222,9 +221,9 @@ fn betas(cfg: &AdamConfig, p: &Param) -> [f64; 2] {
 
 /// The moments' dtype: fp32 from upstream #56, bf16 from #32 (on CUDA), else the param's.
 fn state_kind(p: &Tensor, cfg: &AdamConfig) -> Kind {
-    match (cfg.fp32_state, cfg.bf16_state) {
-        (true, _) => Kind::Float,
-        (false, true) => Kind::BFloat16,
-        (false, false) => p.kind(),
+    match cfg.state {
+        Some(AdamState::Fp32) => Kind::Float,
+        Some(AdamState::Bf16) => Kind::BFloat16,
+        None => p.kind(),
     }
 }

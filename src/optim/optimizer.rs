@@ -76,16 +76,17 @@ impl Optimizer {
         if let Some(p) = rest.iter().find(|p| p.group.opt != Opt::Adam) {
             bail!("optimizer: {} is for {:?}; with muon the rest is Adam's", p.name, p.group.opt);
         }
-        let adam_state = precision::of(r).adam_state;
+        // bf16 moments on CUDA only: the CPU lab keeps them in fp32.
+        let bf16 = compute == Kind::BFloat16;
+        let state = precision::of(r).adam_state.filter(|s| *s != AdamState::Bf16 || bf16);
         let adam = AdamConfig {
             lr: r.lr,
             beta1: r.beta1,
             beta2: r.beta2,
             eps: r.eps,
             weight_decay: r.weight_decay,
-            bf16_state: adam_state == Some(AdamState::Bf16) && compute == Kind::BFloat16,
             cautious: r.cautious_adam.map(|c| c.mask),
-            fp32_state: adam_state == Some(AdamState::Fp32),
+            state,
         };
         let scalars = match r.scalar_adam.as_ref().map(|s| s.betas) {
             Some([beta1, beta2]) => {
