@@ -16,6 +16,9 @@ use anyhow::{bail, ensure, Context, Result};
 use lab::LabRule;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
+// The CLI mounts these files as `trainer::data`, beside a `data` module of its own, so the path
+// goes through this module's parent, which is the crate in the trainer and `trainer` in the CLI.
+use super::data::{batch_schedule, doc_len_schedule, loader};
 
 pub mod lab;
 pub mod registry;
@@ -47,16 +50,10 @@ pub struct Recipe {
     pub batch_rows: usize,
     /// Tokens per optimizer step over all ranks; the rest is gradient accumulation.
     pub batch_tokens: usize,
-    /// Batch sizes relative to `batch_tokens` (the last entry) on the window schedule's stages;
-    /// the extension takes the last (upstream #46: 8, 16, 24 rows of 2,048 per GPU). Each
-    /// micro-batch keeps its count per step and shrinks to the stage's share, in whole windows
-    /// blocks.
     #[serde(default)]
-    pub batch_schedule: Option<Vec<usize>>,
-    /// The BOS loader's longest document on each windows stage, instead of seq_len throughout
-    /// (upstream #72: 896 tokens in the first stage, 2,048 after).
+    pub batch_schedule: Option<Vec<usize>>, // src/data/batch_schedule.rs
     #[serde(default)]
-    pub doc_len_schedule: Option<Vec<usize>>,
+    pub doc_len_schedule: Option<Vec<usize>>, // src/data/doc_len_schedule.rs
     /// Ranks of the official run; fewer ranks keep its batch by accumulation.
     pub reference_ranks: usize,
     // ---- optimizer and schedule
@@ -103,21 +100,17 @@ pub struct Recipe {
     #[serde(default)]
     pub block_lambda_init: Option<f64>, // src/model/block_lambda_init.rs
     pub precision: Option<precision::Section>,     // src/model/precision.rs
-    /// Attention per layer: 'L' long window, 'S' short, 'P' short with paired heads
-    /// (upstream #58; src/model/paired_heads.rs), '-' none (upstream #17, #20).
     #[serde(default)]
-    pub attn_layers: Option<String>,
-    /// MLP per layer: 'M' or '-' none (upstream #30 drops layer 0's). A layer with neither
-    /// attention nor MLP is skipped whole, its lambdas and U-net place too (upstream #35).
+    pub attn_layers: Option<String>, // src/model/attn_layers.rs
     #[serde(default)]
-    pub mlp_layers: Option<String>,
-    pub windows: Option<windows::Section>, // src/model/windows.rs
+    pub mlp_layers: Option<String>, // src/model/mlp_layers.rs
+    pub windows: Option<windows::Section>,         // src/model/windows.rs
     #[serde(default)]
     pub attn_scale: Option<f64>, // src/model/attn_scale.rs
-    pub yarn: Option<yarn::Section>,       // src/model/yarn.rs
+    pub yarn: Option<yarn::Section>,               // src/model/yarn.rs
     #[serde(default)]
-    pub tall_matrices: bool, // src/model/tall_matrices.rs
-    pub key_offset: Option<key_offset::Section>, // src/model/key_offset.rs
+    pub tall_matrices: bool,  // src/model/tall_matrices.rs
+    pub key_offset: Option<key_offset::Section>,   // src/model/key_offset.rs
     #[serde(default)]
     pub compact_scalars: bool, // src/model/compact_scalars.rs
     #[serde(default)]
@@ -126,13 +119,13 @@ pub struct Recipe {
     pub qkv_init_mul: Option<f64>, // src/model/qkv_init_mul.rs
     #[serde(default)]
     pub sa_lambdas: sa_lambdas::Place, // src/model/sa_lambdas.rs
-    pub smear: Option<smear::Section>,     // src/model/smear.rs
-    pub attn_gate: Option<attn_gate::Section>, // src/model/attn_gate.rs
+    pub smear: Option<smear::Section>,             // src/model/smear.rs
+    pub attn_gate: Option<attn_gate::Section>,     // src/model/attn_gate.rs
     pub value_embed: Option<value_embed::Section>, // src/model/value_embed.rs
-    pub value_gate: Option<value_gate::Section>, // src/model/value_gate.rs
+    pub value_gate: Option<value_gate::Section>,   // src/model/value_gate.rs
     pub parallel_residuals: Option<parallel_residuals::Section>, // src/model/parallel_residuals.rs
     pub bigram_hash: Option<bigram_hash::Section>, // src/model/bigram_hash.rs
-    pub backout: Option<backout::Section>, // src/model/backout.rs
+    pub backout: Option<backout::Section>,         // src/model/backout.rs
     #[serde(default)]
     pub softcap: Option<Softcap>,
     pub fp8_head: Option<fp8_head::Section>, // src/model/fp8_head.rs
@@ -140,7 +133,7 @@ pub struct Recipe {
     #[serde(default)]
     pub loss_over_padding: bool, // src/model/loss_over_padding.rs
     #[serde(default)]
-    pub loader: Loader,
+    pub loader: loader::Loader, // src/data/loader.rs
     /// Act 1's loader (a1): the train shards read in order as one stream, each step taking the
     /// next batch_tokens + 1 tokens as its rows; a shard's tail too short for a step is skipped.
     #[serde(default)]
@@ -187,10 +180,8 @@ pub struct Recipe {
     /// rank 0's own mean, never all-reduced, over half of val_tokens).
     #[serde(default)]
     pub val_rank0_rows: bool,
-    /// Tokens per validation sequence per reference rank, packed with document boundaries
-    /// (upstream #29: 262,144). Only with the BOS loader.
     #[serde(default)]
-    pub val_seq_len: Option<usize>,
+    pub val_seq_len: Option<usize>, // src/data/val_seq_len.rs
     pub muon: Option<muon::Section>, // src/optim/muon.rs
     #[serde(default)]
     pub muon_classic: Option<MuonClassic>,
@@ -208,23 +199,14 @@ pub struct Recipe {
     pub lr_schedule: lr_schedule::Curve, // src/optim/lr_schedule.rs
     #[serde(default)]
     pub loss_sum: bool, // src/optim/loss_sum.rs
-    /// The last steps run at the final lr and windows (upstream #35: 40): the schedules' clock
-    /// ends `iteration_extension` steps early, its progress capped at 0.9999.
     #[serde(default)]
-    pub iteration_extension: u64,
-    /// The extension runs at the lr floor and at the final validation's windows (`final_ws`,
-    /// YaRN with them) instead of where the schedules ended (upstream #42).
+    pub iteration_extension: u64, // src/optim/iteration_extension.rs
     #[serde(default)]
-    pub extension_final: bool,
-    /// Stage k of n starts at round(k·S/n) of the S scheduled steps; the lr takes the stage's
-    /// level from its first step, cools down linearly from int(S·(1 − cooldown_frac)) to S,
-    /// and the multi-token weights fade within each stage (upstream #65's TrainingSchedule).
+    pub extension_final: bool, // src/optim/extension_final.rs
     #[serde(default)]
-    pub rounded_stages: bool,
-    /// Untimed steps on real batches before the clock starts, then model, optimizer and loader
-    /// are reset (upstream's explicit warmup: 10 steps, 30 from #29).
+    pub rounded_stages: bool, // src/optim/rounded_stages.rs
     #[serde(default)]
-    pub untimed_warmup: u64,
+    pub untimed_warmup: u64, // src/optim/untimed_warmup.rs
 }
 
 /// How text becomes token ids.
@@ -507,20 +489,8 @@ impl Recipe {
                 "recipe: windows needs a block and a schedule"
             );
         }
-        if let Some(d) = &self.doc_len_schedule {
-            ensure!(
-                d.iter().all(|&n| 0 < n && n <= self.seq_len)
-                    && self.windows.as_ref().is_some_and(|w| w.schedule.len() == d.len()),
-                "recipe: doc_len_schedule = {d:?} needs one length in 1..=seq_len per windows stage"
-            );
-        }
-        if let Some(b) = &self.batch_schedule {
-            ensure!(
-                b.iter().all(|&s| s > 0)
-                    && self.windows.as_ref().is_some_and(|w| w.schedule.len() == b.len()),
-                "recipe: batch_schedule = {b:?} needs one positive size per windows stage"
-            );
-        }
+        doc_len_schedule::validate(self)?;
+        batch_schedule::validate(self)?;
         if let Some(f) = self.grad_sum_factor {
             ensure!(f > 0.0 && f.is_finite(), "recipe: grad_sum_factor must be positive, got {f}");
         }

@@ -8,12 +8,13 @@
 //!   step:N/M train_loss:X train_time:Yms step_avg:Zms      (train_loss is ours)
 //!   step:N/M val_loss:X train_time:Yms step_avg:Zms
 use crate::data::batches::{Train, Val};
+use crate::data::loader::Loader;
 use crate::device::Target;
 use crate::dist::{self, Collectives, Op, RankEnv};
 use crate::model::{Ctx, Gpt};
 use crate::optim::optimizer::{Optimizer, StepInfo};
 use crate::optim::schedule::{Plan, Schedule};
-use crate::recipe::{Loader, Recipe, Scale};
+use crate::recipe::{Recipe, Scale};
 use crate::runlog::{Metric, RunLog, Summary};
 use anyhow::{bail, Result};
 use std::path::PathBuf;

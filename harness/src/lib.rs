@@ -19,8 +19,15 @@ pub mod toml_file;
 #[path = "../../src"]
 pub mod trainer {
     pub mod recipe;
+    pub mod data {
+        pub mod batch_schedule;
+        pub mod doc_len_schedule;
+        pub mod loader;
+        pub mod val_seq_len;
+    }
     pub mod model {
         pub mod attn_gate;
+        pub mod attn_layers;
         pub mod attn_scale;
         pub mod backout;
         pub mod bigram_hash;
@@ -32,6 +39,7 @@ pub mod trainer {
         pub mod head_embed;
         pub mod key_offset;
         pub mod loss_over_padding;
+        pub mod mlp_layers;
         pub mod mtp;
         pub mod norm;
         pub mod parallel_residuals;
@@ -58,13 +66,17 @@ pub mod trainer {
         pub mod adam_betas;
         pub mod adam_every;
         pub mod cautious_adam;
+        pub mod extension_final;
         pub mod gates_in_adam;
+        pub mod iteration_extension;
         pub mod loss_sum;
         pub mod lr_mul;
         pub mod lr_schedule;
         pub mod muon;
+        pub mod rounded_stages;
         pub mod scalar_adam;
         pub mod schedule;
+        pub mod untimed_warmup;
         pub mod wd_mul;
     }
 }

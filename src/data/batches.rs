@@ -1,12 +1,12 @@
 //! The recipe's loaders behind one interface: llm.c's rows (record #1) or upstream's packed
 //! BOS-aligned sequences with document boundaries (#26, #29). Rows carry documents only under
 //! Act 1's document mask (a6), cut at each EOT (src/model/eot_docs.rs).
-use super::loader::{Batch, TrainLoader, ValLoader};
+use super::loader::{Batch, Loader, TrainLoader, ValLoader};
 use super::packed::{BosLoader, Packed, PackedVal};
 use super::stream::{Reads, StreamLoader};
 use crate::model::attend::Docs;
 use crate::model::eot_docs::eot_docs;
-use crate::recipe::{Loader, Recipe, Tokenizer};
+use crate::recipe::{Recipe, Tokenizer};
 use anyhow::{Context, Result};
 use corpus::tokenizer::{BYTE_BOS, GPT2_BOS};
 use std::path::PathBuf;

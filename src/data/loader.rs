@@ -7,19 +7,44 @@
 //! therefore do not depend on how they are split over ranks and micro-batches, which is what makes
 //! 2 ranks equal 1 rank with 2x accumulation. (llm.c shuffles with mt19937 seeded per rank; the
 //! statistics are the same, the exact order is ours.)
-use crate::device::upload;
-use anyhow::{bail, Context, Result};
-use corpus::shard::Shard;
-use corpus::synthetic::SplitMix64;
-use std::path::PathBuf;
-use tch::{Device, Kind, Tensor};
+//!
+//! The recipe's `loader` picks it or, from upstream #26 (in #29's form), whole documents packed
+//! behind a BOS token (packed.rs), which the attention keeps apart; batches.rs builds the one
+//! chosen. Act 1's stream (stream.rs) reads rows too.
+use crate::recipe::registry::{technique, Technique};
+use serde::{Deserialize, Serialize};
+#[cfg(not(recipe_only))]
+use {
+    crate::device::upload,
+    anyhow::{bail, Context, Result},
+    corpus::{shard::Shard, synthetic::SplitMix64},
+    std::path::PathBuf,
+    tch::{Device, Kind, Tensor},
+};
+
+/// `loader = "bos"`: which loader feeds training.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Loader {
+    /// llm.c: rows of seq_len tokens, attention crosses documents (this file).
+    #[default]
+    Rows,
+    /// Upstream #26/#29: each micro-batch is one packed sequence of batch_rows·seq_len tokens
+    /// made of whole documents from a BOS, each clipped to seq_len (max_doc_len); attention stays
+    /// inside documents.
+    Bos,
+}
+
+pub const TECHNIQUE: Technique = technique("loader", &[26, 29], &["attn_layers", "val_seq_len"]);
 
 /// A micro-batch: inputs and targets, both [B, T] int64.
+#[cfg(not(recipe_only))]
 pub struct Batch {
     pub inputs: Tensor,
     pub targets: Tensor,
 }
 
+#[cfg(not(recipe_only))]
 pub struct TrainLoader {
     shards: Vec<Shard>,
     seq_len: usize,
@@ -34,6 +59,7 @@ pub struct TrainLoader {
     cursor: usize,
 }
 
+#[cfg(not(recipe_only))]
 impl TrainLoader {
     pub fn new(
         files: &[PathBuf],
@@ -122,6 +148,7 @@ impl TrainLoader {
 
 /// Validation rows: the first `val_tokens` of the val shards, in rows of T; rank r takes rows
 /// r, r+W, ... (llm.c: offset rank·B·T, stride W·B·T), B rows per batch.
+#[cfg(not(recipe_only))]
 pub struct ValLoader {
     tokens: Vec<u16>,
     seq_len: usize,
@@ -132,6 +159,7 @@ pub struct ValLoader {
     rows: Vec<usize>,
 }
 
+#[cfg(not(recipe_only))]
 impl ValLoader {
     pub fn new(
         files: &[PathBuf],
@@ -193,6 +221,7 @@ impl ValLoader {
     }
 }
 
+#[cfg(not(recipe_only))]
 pub(super) fn open_all(files: &[PathBuf]) -> Result<Vec<Shard>> {
     if files.is_empty() {
         bail!("no shard files given");
@@ -204,6 +233,7 @@ pub(super) fn open_all(files: &[PathBuf]) -> Result<Vec<Shard>> {
 }
 
 /// `buf` holds `rows` windows of T+1 tokens -> inputs/targets [rows, T].
+#[cfg(not(recipe_only))]
 pub(super) fn to_batch(buf: Vec<i64>, rows: usize, t: usize, device: Device) -> Batch {
     let all = Tensor::from_slice(&buf).view([rows as i64, t as i64 + 1]);
     let inputs = upload(&all.narrow(1, 0, t as i64).to_kind(Kind::Int64), device);
@@ -211,7 +241,7 @@ pub(super) fn to_batch(buf: Vec<i64>, rows: usize, t: usize, device: Device) -> 
     Batch { inputs, targets }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(recipe_only)))]
 mod tests {
     use super::*;
 

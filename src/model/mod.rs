@@ -2,6 +2,7 @@
 pub mod attend;
 pub mod attention;
 pub mod attn_gate;
+pub mod attn_layers;
 pub mod attn_scale;
 pub mod backout;
 pub mod bigram_hash;
@@ -21,6 +22,7 @@ pub mod head_embed;
 pub mod key_offset;
 pub mod loss_over_padding;
 pub mod mlp;
+pub mod mlp_layers;
 pub mod mtp;
 pub mod norm;
 pub mod paired_heads;

@@ -5,6 +5,7 @@
 //! A technique whose recipe section lives in its own module (`[recipe.bigram_hash]` in
 //! `src/model/bigram_hash.rs`) keeps its entry there too, as that module's `TECHNIQUE`; the
 //! list below names it in one line.
+use super::super::data; // `crate::data` in the trainer, `trainer::data` in the CLI
 use crate::{model, optim};
 
 /// How the common lab rule maps a key onto the 2-core CPU.
@@ -106,8 +107,8 @@ pub const REGISTRY: &[Technique] = &[
     base("seq_len", Lab::Table),
     base("batch_rows", Lab::Table),
     base("batch_tokens", Lab::Table),
-    Technique { lab: Lab::Kept, ..technique("batch_schedule", &[46], &["windows", "loader"]) },
-    Technique { lab: Lab::Tokens, ..technique("doc_len_schedule", &[72], &["windows", "loader"]) },
+    data::batch_schedule::TECHNIQUE,
+    data::doc_len_schedule::TECHNIQUE,
     base("reference_ranks", Lab::Table),
     base("steps", Lab::Table),
     base("lr", Lab::Same),
@@ -138,11 +139,8 @@ pub const REGISTRY: &[Technique] = &[
     model::block_lambda_init::TECHNIQUE,
     model::x0_lambdas_apart::TECHNIQUE,
     model::value_embed::TECHNIQUE,
-    Technique {
-        lab: Lab::Layers,
-        ..technique("attn_layers", &[17, 20, 58], &["rotary", "windows", "loader"])
-    },
-    Technique { lab: Lab::Layers, ..technique("mlp_layers", &[30, 35], &[]) },
+    model::attn_layers::TECHNIQUE,
+    model::mlp_layers::TECHNIQUE,
     model::windows::TECHNIQUE,
     model::attn_scale::TECHNIQUE,
     model::yarn::TECHNIQUE,
@@ -164,8 +162,8 @@ pub const REGISTRY: &[Technique] = &[
     model::fp8_mlp::TECHNIQUE,
     model::loss_over_padding::TECHNIQUE,
     model::precision::TECHNIQUE,
-    technique("loader", &[26, 29], &["attn_layers", "val_seq_len"]),
-    Technique { lab: Lab::ValTokens, ..technique("val_seq_len", &[29], &["loader"]) },
+    data::loader::TECHNIQUE,
+    data::val_seq_len::TECHNIQUE,
     // Act 1 (Tyler Romero's steps from the llm.c baseline): record #1's dense layers and loader
     // as Keller Jordan's first modded-nanogpt script has them.
     act1("stream_loader", &[1, 2, 3, 4, 5, 6], &["loader"]),
@@ -193,10 +191,10 @@ pub const REGISTRY: &[Technique] = &[
     optim::scalar_adam::TECHNIQUE,
     optim::lr_schedule::TECHNIQUE,
     optim::loss_sum::TECHNIQUE,
-    Technique { lab: Lab::Steps, ..technique("untimed_warmup", &[29], &[]) },
-    Technique { lab: Lab::Steps, ..technique("iteration_extension", &[35], &["lr_schedule"]) },
-    technique("extension_final", &[42], &["iteration_extension", "windows"]),
-    technique("rounded_stages", &[65], &["windows", "extension_final"]),
+    optim::untimed_warmup::TECHNIQUE,
+    optim::iteration_extension::TECHNIQUE,
+    optim::extension_final::TECHNIQUE,
+    optim::rounded_stages::TECHNIQUE,
 ];
 
 /// The entry of `key`.

@@ -82,16 +82,3 @@ pub struct MuonClassic {
     pub momentum: f64,
     pub ns_steps: usize,
 }
-
-/// Which loader feeds training.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Loader {
-    /// llm.c: rows of seq_len tokens, attention crosses documents.
-    #[default]
-    Rows,
-    /// Upstream #26/#29: each micro-batch is one packed sequence of batch_rows·seq_len tokens
-    /// made of whole documents from a BOS, each clipped to seq_len (max_doc_len); attention stays
-    /// inside documents.
-    Bos,
-}

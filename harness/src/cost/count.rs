@@ -3,9 +3,10 @@
 //! work, the optimizer's, and what each rank sends. Nothing here is entered per record: a
 //! record's count moves only where one of its recipe keys does.
 use super::attention;
+use crate::trainer::data::loader::Loader;
 use crate::trainer::model::{fp8_mlp, precision};
 use crate::trainer::optim::{adam_every, schedule::Plan};
-use crate::trainer::recipe::{Loader, Recipe};
+use crate::trainer::recipe::Recipe;
 use serde::Serialize;
 
 /// Bytes of one activation element: the GPU runs' compute kind, bf16.
