@@ -134,55 +134,31 @@ pub struct Recipe {
     pub loss_over_padding: bool, // src/model/loss_over_padding.rs
     #[serde(default)]
     pub loader: loader::Loader, // src/data/loader.rs
-    /// Act 1's loader (a1): the train shards read in order as one stream, each step taking the
-    /// next batch_tokens + 1 tokens as its rows; a shard's tail too short for a step is skipped.
     #[serde(default)]
-    pub stream_loader: bool,
-    /// The stream read one micro-batch of every reference rank at a time (batch_rows ×
-    /// reference_ranks rows), not a whole step: a shard's skipped tail is shorter (Act 1, a4).
+    pub stream_loader: bool, // src/data/stream_loader.rs
     #[serde(default)]
-    pub stream_micro_reads: bool,
-    /// The stream's first read handed out twice, shifting all later ones by a read (Act 1's a4:
-    /// its script fetches a batch, then resets the loader).
+    pub stream_micro_reads: bool, // src/data/stream_micro_reads.rs
     #[serde(default)]
-    pub stream_repeat_first: bool,
-    /// The dense attention stays inside documents, each opened by an EOT token (Act 1, a6;
-    /// src/model/eot_docs.rs).
+    pub stream_repeat_first: bool, // src/data/stream_repeat_first.rs
     #[serde(default)]
-    pub doc_mask: bool,
-    /// The dense attention's query sees keys at most this many tokens before it (Act 1's a6:
-    /// 1,024, so 1,025 keys with itself). At lab scale it keeps its length (see records/a6.toml).
+    pub doc_mask: bool, // src/model/doc_mask.rs
     #[serde(default)]
-    pub attn_window: Option<usize>,
-    /// Record #1's dense attention and MLP without biases (Act 1, a1).
+    pub attn_window: Option<usize>, // src/model/attn_window.rs
     #[serde(default)]
-    pub no_bias: bool,
-    /// The dense attention's output times 1/sqrt(2·n_layer) before it joins the stream (Act 1,
-    /// a1; the MLP's is not scaled).
+    pub no_bias: bool,  // src/model/no_bias.rs
     #[serde(default)]
-    pub attn_branch_scale: bool,
-    /// The step's gradient is this many times the mean's: Act 1's a1 and a2 sum their
-    /// micro-batches' losses (4 and 8 per rank upstream) where a mean was meant, so clipping
-    /// and Adam's eps see a larger gradient. A constant of the logged run, whatever our ranks.
+    pub attn_branch_scale: bool, // src/model/attn_branch_scale.rs
     #[serde(default)]
-    pub grad_sum_factor: Option<f64>,
-    /// The clock starts after this many steps, and step_avg divides by the steps after them
-    /// (Act 1's scripts: 10, leaving compile and warm-up out). None: after step 0 (llm.c), or at
-    /// step 0 after an untimed warmup.
+    pub grad_sum_factor: Option<f64>, // src/optim/grad_sum_factor.rs
     #[serde(default)]
-    pub clock_from_step: Option<u64>,
-    /// The run reads only the first this many train shards by name, the loader wrapping round
-    /// them (Act 1's logs: 12, "1,200,000,000 across 12 files"). Full scale only: the lab reads
-    /// its own corpus whole.
+    pub clock_from_step: Option<u64>, // src/optim/clock_from_step.rs
     #[serde(default)]
-    pub train_shards: Option<usize>,
-    /// Validation averages only the rows reference rank 0 reads (Act 1's a1: its script prints
-    /// rank 0's own mean, never all-reduced, over half of val_tokens).
+    pub train_shards: Option<usize>, // src/data/train_shards.rs
     #[serde(default)]
-    pub val_rank0_rows: bool,
+    pub val_rank0_rows: bool, // src/data/val_rank0_rows.rs
     #[serde(default)]
     pub val_seq_len: Option<usize>, // src/data/val_seq_len.rs
-    pub muon: Option<muon::Section>, // src/optim/muon.rs
+    pub muon: Option<muon::Section>,         // src/optim/muon.rs
     #[serde(default)]
     pub muon_classic: Option<MuonClassic>,
     pub lr_mul: Option<lr_mul::Section>, // src/optim/lr_mul.rs

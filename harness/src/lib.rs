@@ -23,16 +23,24 @@ pub mod trainer {
         pub mod batch_schedule;
         pub mod doc_len_schedule;
         pub mod loader;
+        pub mod stream_loader;
+        pub mod stream_micro_reads;
+        pub mod stream_repeat_first;
+        pub mod train_shards;
+        pub mod val_rank0_rows;
         pub mod val_seq_len;
     }
     pub mod model {
+        pub mod attn_branch_scale;
         pub mod attn_gate;
         pub mod attn_layers;
         pub mod attn_scale;
+        pub mod attn_window;
         pub mod backout;
         pub mod bigram_hash;
         pub mod block_lambda_init;
         pub mod compact_scalars;
+        pub mod doc_mask;
         pub mod embed_norm;
         pub mod fp8_head;
         pub mod fp8_mlp;
@@ -41,6 +49,7 @@ pub mod trainer {
         pub mod loss_over_padding;
         pub mod mlp_layers;
         pub mod mtp;
+        pub mod no_bias;
         pub mod norm;
         pub mod parallel_residuals;
         pub mod precision;
@@ -66,8 +75,10 @@ pub mod trainer {
         pub mod adam_betas;
         pub mod adam_every;
         pub mod cautious_adam;
+        pub mod clock_from_step;
         pub mod extension_final;
         pub mod gates_in_adam;
+        pub mod grad_sum_factor;
         pub mod iteration_extension;
         pub mod loss_sum;
         pub mod lr_mul;

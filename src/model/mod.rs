@@ -1,9 +1,11 @@
 //! The GPT and its parts, one file per technique.
 pub mod attend;
 pub mod attention;
+pub mod attn_branch_scale;
 pub mod attn_gate;
 pub mod attn_layers;
 pub mod attn_scale;
+pub mod attn_window;
 pub mod backout;
 pub mod bigram_hash;
 pub mod block;
@@ -11,6 +13,7 @@ pub mod block_lambda_init;
 pub mod builder;
 pub mod compact_scalars;
 pub mod dense;
+pub mod doc_mask;
 pub mod embed_norm;
 pub mod embedding;
 pub mod eot_docs;
@@ -24,6 +27,7 @@ pub mod loss_over_padding;
 pub mod mlp;
 pub mod mlp_layers;
 pub mod mtp;
+pub mod no_bias;
 pub mod norm;
 pub mod paired_heads;
 pub mod parallel_residuals;

@@ -85,7 +85,7 @@ pub const fn technique(
 }
 
 /// A key Act 1 brought (its steps), which no upstream record of the main track has.
-const fn act1(
+pub const fn act1(
     key: &'static str,
     steps: &'static [u32],
     excludes: &'static [&'static str],
@@ -166,17 +166,17 @@ pub const REGISTRY: &[Technique] = &[
     data::val_seq_len::TECHNIQUE,
     // Act 1 (Tyler Romero's steps from the llm.c baseline): record #1's dense layers and loader
     // as Keller Jordan's first modded-nanogpt script has them.
-    act1("stream_loader", &[1, 2, 3, 4, 5, 6], &["loader"]),
-    Technique { needs: &["stream_loader"], ..act1("stream_micro_reads", &[4, 5, 6], &[]) },
-    Technique { needs: &["stream_loader"], ..act1("stream_repeat_first", &[4], &[]) },
-    act1("doc_mask", &[6], &["attn_layers"]),
-    act1("attn_window", &[6], &["attn_layers"]),
-    act1("no_bias", &[1, 2, 3, 4, 5, 6], &["attn_layers"]),
-    act1("attn_branch_scale", &[1, 2, 3, 4, 5, 6], &["attn_layers"]),
-    act1("grad_sum_factor", &[1, 2], &[]),
-    Technique { lab: Lab::Steps, ..act1("clock_from_step", &[1, 2, 3, 4, 5, 6], &[]) },
-    Technique { lab: Lab::FullOnly, ..act1("train_shards", &[1, 2, 3, 4, 5, 6], &[]) },
-    act1("val_rank0_rows", &[1], &["loader"]),
+    data::stream_loader::TECHNIQUE,
+    data::stream_micro_reads::TECHNIQUE,
+    data::stream_repeat_first::TECHNIQUE,
+    model::doc_mask::TECHNIQUE,
+    model::attn_window::TECHNIQUE,
+    model::no_bias::TECHNIQUE,
+    model::attn_branch_scale::TECHNIQUE,
+    optim::grad_sum_factor::TECHNIQUE,
+    optim::clock_from_step::TECHNIQUE,
+    data::train_shards::TECHNIQUE,
+    data::val_rank0_rows::TECHNIQUE,
     Technique {
         lab: Lab::Fields(&[("ns_steps", Lab::Kept)]),
         ..act1("muon_classic", &[3, 4, 5, 6], &["muon", "attn_layers"])
