@@ -11,7 +11,9 @@ use crate::model::{
     parallel_residuals, precision, sa_lambdas, single_skip, smear, value_embed, value_gate,
     windows, yarn,
 };
-use crate::optim::{adam_betas, cautious_adam, lr_mul, lr_schedule, muon, scalar_adam, wd_mul};
+use crate::optim::{
+    adam_betas, cautious_adam, grad_sum_factor, lr_mul, lr_schedule, muon, scalar_adam, wd_mul,
+};
 use anyhow::{bail, ensure, Context, Result};
 use lab::LabRule;
 use serde::{Deserialize, Serialize};
@@ -467,9 +469,7 @@ impl Recipe {
         }
         doc_len_schedule::validate(self)?;
         batch_schedule::validate(self)?;
-        if let Some(f) = self.grad_sum_factor {
-            ensure!(f > 0.0 && f.is_finite(), "recipe: grad_sum_factor must be positive, got {f}");
-        }
+        grad_sum_factor::validate(self)?;
         if let lr_schedule::Curve::StagedDecay { stage_at, stage_max, .. } = &self.lr_schedule {
             ensure!(
                 stage_max.len() == stage_at.len() + 1,
