@@ -4,5 +4,5 @@
 //! key is on, in place of record #1's shuffled rows (loader.rs).
 use crate::recipe::registry::{act1, Technique};
 
-/// `stream_loader = true`: a switch, which replaces the BOS loader's choice.
+/// `stream_loader = true`: a switch, never with `loader = "bos"`.
 pub const TECHNIQUE: Technique = act1("stream_loader", &[1, 2, 3, 4, 5, 6], &["loader"]);
