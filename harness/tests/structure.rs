@@ -178,6 +178,18 @@ fn technique_modules(src: &Path) -> Vec<(String, String, bool)> {
     out
 }
 
+/// The types a value key keeps in the Recipe: a switch, a count, a number, a per-layer pattern,
+/// a list; any other is its module's own (`norm::Kind`).
+const VALUE_TYPES: &[&str] = &[
+    "bool",
+    "u64",
+    "Option<f64>",
+    "Option<u64>",
+    "Option<usize>",
+    "Option<String>",
+    "Option<Vec<usize>>",
+];
+
 /// A technique whose recipe key is its own (`[recipe.bigram_hash]`, a switch such as `unet`, a
 /// number such as `skip_gate = -1.5`, a pattern or list such as `mlp_layers = "-MMM"`, or a
 /// choice such as `sa_lambdas = "qkv_o"`) keeps its registry entry, and the key's type, in its
@@ -219,11 +231,7 @@ fn a_recipe_section_lives_in_its_technique_module_and_is_named_once() {
         };
         let fits = match section {
             true => ty == format!("Option<{stem}::Section>"),
-            false => {
-                let plain = ["bool", "u64", "Option<f64>", "Option<u64>", "Option<usize>"];
-                let listed = ["Option<String>", "Option<Vec<usize>>"];
-                plain.contains(&ty) || listed.contains(&ty) || defined_here(ty)
-            }
+            false => VALUE_TYPES.contains(&ty) || defined_here(ty),
         };
         assert!(
             fits,
